@@ -1,0 +1,195 @@
+# Fetch (key 1), v4-17.
+#
+# Reads whole batches straight from segment files (pread, no decoding) and sends them by
+# reference: the response is a list of buffers, never one concatenated blob. max_bytes and
+# partition_max_bytes bound the response, but the first partition with data returns at least
+# one whole batch even if it is larger (KIP-74). Long polls wait for min_bytes or max_wait,
+# woken by appends to the partitions they read. OFFSET_OUT_OF_RANGE carries the high
+# watermark and log start offset. Sessions (KIP-227) are in fetch_sessions.py; v13+
+# addresses topics by id (UNKNOWN_TOPIC_ID for unknown ids). Single broker: the last stable
+# offset equals the high watermark, the preferred read replica is -1, leader epoch is 0.
+# Gaps: no transactions, so isolation_level has no effect and aborted_transactions is null.
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+from collections import OrderedDict
+
+from ...wire.errors import ErrorCode, KafkaError
+from ...wire.primitives import EMPTY_TAGS, array_len, bytes_len, string
+from ..build import to_ms
+from ..fetch_sessions import FetchSessionCache, SessionPartition
+from ..registry import api
+
+_PART = struct.Struct(">ihqq")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_TOP7 = struct.Struct(">ihi")
+
+
+def check_leader_epoch(requested: int) -> None:
+    if requested > 0:
+        raise KafkaError(ErrorCode.unknown_leader_epoch,
+                         f"leader epoch {requested} is newer than this broker's 0")
+
+
+def encode_response(version: int, error: int, session_id: int, topics: list) -> list:
+    flex = version >= 12
+    out: list = []
+    cur = bytearray(_TOP7.pack(0, error, session_id) if version >= 7 else _I32.pack(0))
+    cur += array_len(len(topics), flex)
+    null_array = b"\x00" if flex else b"\xff\xff\xff\xff"
+    for key, parts in topics:
+        cur += key.bytes if version >= 13 else string(key, flex)
+        cur += array_len(len(parts), flex)
+        for idx, err, hw, start, data in parts:
+            cur += _PART.pack(idx, err, hw, hw)
+            if version >= 5:
+                cur += _I64.pack(start)
+            cur += null_array
+            if version >= 11:
+                cur += b"\xff\xff\xff\xff"
+            cur += bytes_len(len(data), flex)
+            if data:
+                out.append(bytes(cur))
+                out.append(data)
+                cur = bytearray()
+            if flex:
+                cur += EMPTY_TAGS
+        if flex:
+            cur += EMPTY_TAGS
+    if flex:
+        cur += EMPTY_TAGS
+    out.append(bytes(cur))
+    return out
+
+
+def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
+    """Read every partition; returns ({key: part result}, bytes read, any error)."""
+    logs = broker.logs
+    remaining = max_bytes
+    total = 0
+    error = False
+    out = {}
+    for (tkey, idx), sp in partitions.items():
+        topic = logs.by_id.get(tkey) if use_ids else logs.get(tkey)
+        p = None
+        if topic is not None and 0 <= idx < len(topic.partitions):
+            p = topic.partitions[idx]
+        if p is None:
+            code = ErrorCode.unknown_topic_id if use_ids and topic is None \
+                else ErrorCode.unknown_topic_or_partition
+            out[(tkey, idx)] = (idx, code, -1, -1, b"")
+            error = True
+            continue
+        hw, start = p.high_watermark, p.log_start_offset
+        try:
+            data = p.read(sp.fetch_offset, min(sp.max_bytes, remaining),
+                          min_one_batch=total == 0)
+        except KafkaError as e:
+            out[(tkey, idx)] = (idx, e.code, hw, start, b"")
+            error = True
+            continue
+        total += len(data)
+        remaining = max(remaining - len(data), 0)
+        out[(tkey, idx)] = (idx, ErrorCode.none, hw, start, data)
+    return out, total, error
+
+
+def _group(results: OrderedDict) -> list:
+    topics: list = []
+    for (tkey, _idx), r in results.items():
+        if topics and topics[-1][0] == tkey:
+            topics[-1][1].append(r)
+        else:
+            topics.append((tkey, [r]))
+    return topics
+
+
+@api(1, "Fetch", (4, 17))
+async def handle(ctx, req):
+    broker = ctx.broker
+    v = ctx.api_version
+    use_ids = v >= 13
+    sessions: FetchSessionCache = broker.extensions.setdefault("fetch_sessions",
+                                                               FetchSessionCache())
+    sid = getattr(req, "session_id", 0)
+    epoch = getattr(req, "session_epoch", -1)
+    requested: OrderedDict = OrderedDict()
+    fenced: dict = {}
+    for t in req.topics:
+        tkey = t.topic_id if use_ids else t.topic
+        for fp in t.partitions:
+            requested[(tkey, fp.partition)] = SessionPartition(fp.fetch_offset,
+                                                               fp.partition_max_bytes)
+            try:
+                check_leader_epoch(getattr(fp, "current_leader_epoch", -1))
+            except KafkaError as e:
+                fenced[(tkey, fp.partition)] = e.code
+    session = None
+    incremental = False
+    try:
+        if epoch in (0, -1):
+            if sid:
+                sessions.remove(sid)
+            if epoch == 0:
+                session = sessions.new()
+                session.partitions = requested
+        else:
+            session = sessions.get(sid, epoch)
+            for ft in getattr(req, "forgotten_topics_data", ()):
+                fkey = ft.topic_id if use_ids else ft.topic
+                for idx in ft.partitions:
+                    session.partitions.pop((fkey, idx), None)
+            for k, sp in requested.items():
+                have = session.partitions.get(k)
+                if have is None:
+                    session.partitions[k] = sp
+                else:
+                    have.fetch_offset, have.max_bytes = sp.fetch_offset, sp.max_bytes
+            incremental = True
+    except KafkaError as e:
+        return encode_response(v, e.code, 0, [])
+    partitions = session.partitions if session is not None else requested
+
+    loop = asyncio.get_running_loop()
+    max_wait = to_ms(req.max_wait) / 1000.0
+    deadline = loop.time() + max_wait
+    max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
+    while True:
+        results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
+        remaining = deadline - loop.time()
+        if total >= req.min_bytes or error or remaining <= 0 or broker.closing:
+            break
+        if not await broker.notifier.wait(_names(broker, use_ids, partitions), remaining):
+            results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
+            break
+    for k, code in fenced.items():
+        idx = k[1]
+        results[k] = (idx, code, -1, -1, b"")
+    if incremental:
+        shown = OrderedDict()
+        for k, r in results.items():
+            sp = partitions[k]
+            if r[4] or r[1] or r[2] != sp.last_hw or r[3] != sp.last_start or k in fenced:
+                shown[k] = r
+        results = shown
+    if session is not None:
+        session.epoch = epoch + 1 if incremental else 1
+        for k, r in results.items():
+            sp = partitions.get(k)
+            if sp is not None:
+                sp.last_hw, sp.last_start = r[2], r[3]
+    return encode_response(v, ErrorCode.none, session.id if session else 0, _group(results))
+
+
+def _names(broker, use_ids: bool, partitions) -> list[tuple[str, int]]:
+    if not use_ids:
+        return [k for k in partitions]
+    out = []
+    for tid, idx in partitions:
+        t = broker.logs.by_id.get(tid) if isinstance(tid, uuid.UUID) else None
+        if t is not None:
+            out.append((t.name, idx))
+    return out

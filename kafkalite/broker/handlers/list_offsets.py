@@ -1,0 +1,62 @@
+# ListOffsets (key 2), v1-9.
+#
+# Timestamps: -1 latest (the high watermark), -2 earliest (log start offset), -3 the record
+# with the largest timestamp (v7+, KIP-734), -4 earliest local (= earliest, no tiered
+# storage), -5 earliest pending upload (none: offset -1); any other value finds, through the
+# time index and a scan of batch headers, the first record whose timestamp is at or after it
+# (only that batch is decoded); none found answers offset -1 and timestamp -1.
+# Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from .fetch import check_leader_epoch
+from ..registry import api
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5
+
+
+def lookup(p, timestamp: int) -> tuple[int, int]:
+    """(timestamp, offset) answer for one partition."""
+    if timestamp == LATEST:
+        return -1, p.high_watermark
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, p.log_start_offset
+    if timestamp == EARLIEST_PENDING_UPLOAD:
+        return -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        hit = p.max_timestamp_offset()
+        return (hit[1], hit[0]) if hit else (-1, -1)
+    if timestamp < 0:
+        raise KafkaError(ErrorCode.invalid_request, f"invalid timestamp {timestamp}")
+    hit = p.offset_for_timestamp(timestamp)
+    return (hit[1], hit[0]) if hit else (-1, -1)
+
+
+@api(2, "ListOffsets", (1, 9))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(2, v)
+    logs = ctx.broker.logs
+    topics = []
+    for t in req.topics:
+        parts = []
+        for rp in t.partitions:
+            p = logs.partition(t.name, rp.partition_index)
+            try:
+                if p is None:
+                    raise KafkaError(ErrorCode.unknown_topic_or_partition)
+                check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
+                ts, off = lookup(p, rp.timestamp)
+                parts.append(make(mod.ListOffsetsPartitionResponse,
+                                  partition_index=rp.partition_index,
+                                  error_code=ErrorCode.none, timestamp=ts, offset=off,
+                                  leader_epoch=0, old_style_offsets=()))
+            except KafkaError as e:
+                parts.append(make(mod.ListOffsetsPartitionResponse,
+                                  partition_index=rp.partition_index, error_code=e.code,
+                                  timestamp=-1, offset=-1, leader_epoch=-1,
+                                  old_style_offsets=()))
+        topics.append(mod.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
+    return make(response_class(2, v), throttle_time=ZERO, topics=tuple(topics))

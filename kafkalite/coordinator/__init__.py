@@ -1,0 +1,1 @@
+"""State machines without sockets: producer ids and sequences, consumer groups, offsets."""

@@ -1,0 +1,215 @@
+# One log segment: `<base offset, 20 digits>.log` with its sparse `.index` and `.timeindex`.
+#
+# Batches are appended exactly as received, except for the 16-byte offset prefix, with one
+# writev per batch (no copy of the batch body). Reads are preads of a byte range; the batch
+# holding a wanted offset is found by the sparse index plus a scan of 12-byte batch prefixes.
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+from ..wire.records import (HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, crc_ok,
+                            parse_header)
+from .index import IndexCorrupt, OffsetIndex, TimeIndex
+
+log = logging.getLogger("kafkalite.log")
+
+_PREFIX = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_MAXTS = struct.Struct(">q")
+
+
+class StorageError(OSError):
+    """A write that could not complete (disk full, I/O error): KAFKA_STORAGE_ERROR."""
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment:
+    def __init__(self, directory: str, base_offset: int, index_interval: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        stem = os.path.join(directory, segment_name(base_offset))
+        self.path = stem + ".log"
+        self.index = OffsetIndex(stem + ".index", base_offset)
+        self.time_index = TimeIndex(stem + ".timeindex", base_offset)
+        self.index_interval = index_interval
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.first_batch_timestamp: int | None = None
+        self.created_at_ms: int | None = None
+        self._bytes_since_index = 0
+
+    # --- opening and recovery -------------------------------------------------------------
+
+    def load(self, recover: bool) -> int:
+        """Open an existing segment. With `recover`, check every batch's CRC and truncate at
+        the first bad one, rebuilding the indexes; otherwise trust valid indexes and scan only
+        past the last index entry. Returns the number of bytes truncated."""
+        if not recover:
+            try:
+                self.index.load()
+                self.time_index.load()
+                self.index.check_against(self.size) if self.size else None
+                start_offset, start_pos = self.index.last()
+                return self._scan(start_pos, check_crc=False, rebuild=False)
+            except IndexCorrupt as e:
+                log.warning("Rebuilding index of %s: %s", self.path, e)
+        self.index.reset()
+        self.time_index.reset()
+        return self._scan(0, check_crc=recover, rebuild=True)
+
+    def _scan(self, position: int, check_crc: bool, rebuild: bool) -> int:
+        """Walk batch headers from `position`; truncate the file at the first invalid batch."""
+        size = self.size
+        pos = position
+        self._bytes_since_index = 0
+        if position > 0:
+            self.first_batch_timestamp = parse_header(
+                os.pread(self.fd, HEADER_SIZE, 0)).max_timestamp
+        if not rebuild and self.size:
+            te = self.time_index.max_entry()
+            self.max_timestamp = te[0] if te else -1
+        while pos < size:
+            if size - pos < HEADER_SIZE:
+                break
+            head = os.pread(self.fd, HEADER_SIZE, pos)
+            h = parse_header(head)
+            batch_size = LOG_OVERHEAD + h.batch_length
+            if h.magic != 2 or h.batch_length < MIN_BATCH_LENGTH or pos + batch_size > size \
+                    or h.base_offset < self.next_offset and pos != position \
+                    or h.base_offset < self.base_offset:
+                break
+            if check_crc and not crc_ok(os.pread(self.fd, batch_size, pos), 0, batch_size):
+                break
+            self._note_batch(h.base_offset, h.base_offset + h.last_offset_delta,
+                             h.max_timestamp, pos, batch_size, rebuild)
+            pos += batch_size
+        truncated = size - pos
+        if truncated:
+            os.ftruncate(self.fd, pos)
+            self.size = pos
+            self.index.truncate_to_position(pos)
+            self.time_index.truncate_to_offset(self.next_offset)
+        return truncated
+
+    def _note_batch(self, base: int, last: int, max_ts: int, pos: int, size: int,
+                    index: bool) -> None:
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = max_ts
+        if index and (self._bytes_since_index >= self.index_interval or pos == 0):
+            self.index.append(base, pos)
+            if max_ts > self.max_timestamp:
+                self.time_index.append(max_ts, last)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+        self.next_offset = last + 1
+
+    # --- appends --------------------------------------------------------------------------
+
+    def append(self, prefix: bytes, body: memoryview | bytes, base_offset: int,
+               last_offset: int, max_timestamp: int) -> None:
+        pos = self.size
+        total = len(prefix) + len(body)
+        try:
+            written = os.writev(self.fd, [prefix, body])
+        except OSError as e:
+            self._undo(pos)
+            raise StorageError(e.errno, f"append to {self.path} failed: {e.strerror}") from e
+        if written != total:
+            self._undo(pos)
+            raise StorageError(28, f"short write to {self.path} ({written} of {total} bytes)")
+        self.size = pos + total
+        self._note_batch(base_offset, last_offset, max_timestamp, pos, total, True)
+
+    def _undo(self, pos: int) -> None:
+        try:
+            os.ftruncate(self.fd, pos)
+        except OSError:
+            pass
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def find(self, offset: int) -> tuple[int, int] | None:
+        """(position, base offset) of the batch holding `offset` or the first after it."""
+        _, pos = self.index.lookup(offset)
+        size = self.size
+        while pos + LOG_OVERHEAD <= size:
+            head = os.pread(self.fd, 27, pos)
+            base, length = _PREFIX.unpack_from(head, 0)
+            last = base + _LAST_DELTA.unpack_from(head, 23)[0]
+            if last >= offset:
+                return pos, base
+            pos += LOG_OVERHEAD + length
+        return None
+
+    def batch_size_at(self, position: int) -> int:
+        head = os.pread(self.fd, LOG_OVERHEAD, position)
+        return LOG_OVERHEAD + _PREFIX.unpack_from(head, 0)[1]
+
+    def read(self, position: int, length: int) -> bytes:
+        return os.pread(self.fd, length, position)
+
+    def find_timestamp(self, timestamp: int):
+        """Yield (position, batch bytes) from the time-index hint onwards."""
+        start = self.time_index.lookup(timestamp)
+        found = self.find(start)
+        if found is None:
+            return
+        pos = found[0]
+        while pos + HEADER_SIZE <= self.size:
+            size = self.batch_size_at(pos)
+            head = os.pread(self.fd, HEADER_SIZE, pos)
+            max_ts = _MAXTS.unpack_from(head, 35)[0]
+            if max_ts >= timestamp:
+                yield pos, os.pread(self.fd, size, pos)
+            pos += size
+
+    def last_modified_ms(self) -> int:
+        return int(os.fstat(self.fd).st_mtime * 1000)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose base offset is >= `offset`."""
+        found = self.find(offset)
+        if found is None:
+            return
+        pos = found[0]
+        os.ftruncate(self.fd, pos)
+        self.size = pos
+        self.index.truncate_to_position(pos)
+        self.time_index.truncate_to_offset(offset)
+        self.next_offset = offset
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def deactivate(self) -> None:
+        """The segment rolled: no more appends, so index memory and fds can go."""
+        self.index.unload()
+        self.time_index.unload()
+
+    def close(self) -> None:
+        self.index.close()
+        self.time_index.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        for p in (self.path, self.index.path, self.time_index.path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass

@@ -1,0 +1,1 @@
+"""The Kafka protocol without I/O: frames, headers, codecs, record-batch validation."""

@@ -1,0 +1,116 @@
+# Record-level decoding of a v2 batch. Never used on the produce or fetch path; only where
+# Kafka itself looks inside batches: ListOffsets by timestamp (the exact first record at or
+# after a time), dump-log, and tests.
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Iterator
+
+import cramjam
+
+from .records import HEADER_SIZE, TIMESTAMP_TYPE_BIT, parse_header
+
+_XERIAL = b"\x82SNAPPY\x00"
+_I32 = struct.Struct(">i")
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+def _varint(buf, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def _bytes(buf, pos: int) -> tuple[bytes | None, int]:
+    n, pos = _varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise ValueError("record field runs past the batch")
+    return bytes(buf[pos:pos + n]), pos + n
+
+
+def _unxerial(data: bytes) -> bytes:
+    out = bytearray()
+    pos = 16
+    while pos < len(data):
+        (n,) = _I32.unpack_from(data, pos)
+        pos += 4
+        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
+        pos += n
+    return bytes(out)
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    if codec == 0:
+        return data
+    if codec == 1:
+        return bytes(cramjam.gzip.decompress(data))
+    if codec == 2:
+        if data.startswith(_XERIAL):
+            return _unxerial(data)
+        return bytes(cramjam.snappy.decompress_raw(data))
+    if codec == 3:
+        return bytes(cramjam.lz4.decompress(data))
+    if codec == 4:
+        return bytes(cramjam.zstd.decompress(data))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def iter_records(batch: bytes) -> Iterator[Record]:
+    """Records of one v2 batch (base offset and timestamps as stored in the batch)."""
+    h = parse_header(batch)
+    body = decompress(h.compression, bytes(batch[HEADER_SIZE:h.size]))
+    log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
+    pos = 0
+    for _ in range(h.records_count):
+        length, pos = _varint(body, pos)
+        end = pos + length
+        pos += 1  # record attributes, unused
+        ts_delta, pos = _varint(body, pos)
+        off_delta, pos = _varint(body, pos)
+        key, pos = _bytes(body, pos)
+        value, pos = _bytes(body, pos)
+        nh, pos = _varint(body, pos)
+        headers = []
+        for _h in range(nh):
+            hk, pos = _bytes(body, pos)
+            hv, pos = _bytes(body, pos)
+            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+        if pos != end:
+            raise ValueError("record length does not match its fields")
+        ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
+        yield Record(h.base_offset + off_delta, ts, key, value, headers)
+
+
+def first_record_at_or_after(batch: bytes, timestamp: int,
+                             min_offset: int) -> tuple[int, int] | None:
+    for r in iter_records(batch):
+        if r.timestamp >= timestamp and r.offset >= min_offset:
+            return r.offset, r.timestamp
+    return None
+
+
+def record_with_timestamp(batch: bytes, timestamp: int) -> tuple[int, int] | None:
+    for r in iter_records(batch):
+        if r.timestamp == timestamp:
+            return r.offset, r.timestamp
+    return None
