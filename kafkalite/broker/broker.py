@@ -11,7 +11,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..config import BrokerConfig
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
@@ -48,6 +48,8 @@ class Broker:
         self.notifier = AppendNotifier()
         self.pids: ProducerIdAllocator | None = None
         self.extensions: dict[str, Any] = {}  # per-feature state (fetch sessions, groups…)
+        # Called with a topic's name after it is deleted (committed offsets, sessions…).
+        self.topic_deleted_listeners: list[Callable[[str], None]] = []
         self.started_at = time.time()
         self.closing = False
 
@@ -96,6 +98,12 @@ class Broker:
         topic = self.logs.create_topic(name, partitions, configs, internal)
         for p in topic.partitions:
             p.producer_state = PartitionProducers()
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.logs.delete_topic(name)
+        for listener in list(self.topic_deleted_listeners):
+            listener(name)
         return topic
 
     def auto_create(self, name: str) -> Topic | None:

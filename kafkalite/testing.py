@@ -1,0 +1,150 @@
+# pytest plugin (entry point `pytest11: kafkalite`): a real kafkalite broker for tests.
+#
+#   def test_roundtrip(kafka_broker, kafka_topic):
+#       topic = kafka_topic(partitions=3)
+#       producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker})
+#
+# `kafka_broker` is session-scoped: one broker subprocess on a free 127.0.0.1 port with a
+# temporary data directory, yielding its bootstrap address. `BrokerProcess` is the
+# underlying handle, for tests that restart or kill the broker.
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Iterator
+
+import pytest
+
+TEST_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.check.interval.ms": "1000",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    """A kafkalite broker in a subprocess: start, stop (SIGTERM), kill (SIGKILL), restart."""
+
+    def __init__(self, data_dir: str | None = None, port: int | None = None,
+                 settings: dict[str, str] | None = None, log_path: str | None = None):
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafkalite-")
+        self.port = port or free_port()
+        self.settings = {**TEST_SETTINGS, **(settings or {})}
+        self.log_path = log_path or os.path.join(self.data_dir, "broker.log")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "kafkalite", "serve",
+               "--set", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+               "--set", f"log.dirs={self.data_dir}"]
+        for k, v in self.settings.items():
+            cmd += ["--set", f"{k}={v}"]
+        return cmd
+
+    def start(self, timeout: float = 20.0) -> "BrokerProcess":
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kafkalite exited with {self.proc.returncode}:\n"
+                                   + self.read_log()[-4000:])
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("kafkalite did not start listening in time:\n"
+                           + self.read_log()[-4000:])
+
+    def read_log(self) -> str:
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        return rc
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self, hard: bool = False) -> "BrokerProcess":
+        self.kill() if hard else self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> "BrokerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[str]:
+    """Bootstrap address of a session-wide kafkalite broker."""
+    broker = BrokerProcess().start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.cleanup()
+
+
+@pytest.fixture
+def kafka_topic(kafka_broker: str):
+    """Factory: kafka_topic(partitions=1, name=None, config=None) -> a new topic's name."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker, client_id="kafkalite-fixture")
+    made: list[str] = []
+
+    def create(partitions: int = 1, name: str | None = None,
+               config: dict[str, str] | None = None) -> str:
+        topic = name or f"test-{uuid.uuid4().hex[:12]}"
+        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
+        made.append(topic)
+        return topic
+
+    try:
+        yield create
+    finally:
+        admin.close()
