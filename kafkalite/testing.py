@@ -59,6 +59,7 @@ class BrokerProcess:
         return cmd
 
     def start(self, timeout: float = 20.0) -> "BrokerProcess":
+        os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
