@@ -36,6 +36,13 @@ class _IndexFile:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
+    def create(self) -> None:
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
     def _ensure_loaded(self) -> None:
         if not self._loaded:
             self.load()
@@ -127,6 +134,12 @@ class OffsetIndex(_IndexFile):
             return self.base_offset, 0
         return self._keys[i], self._values[i]
 
+    def first(self) -> tuple[int, int]:
+        self._ensure_loaded()
+        if not self._keys:
+            return self.base_offset, 0
+        return self._keys[0], self._values[0]
+
     def last(self) -> tuple[int, int]:
         self._ensure_loaded()
         if not self._keys:
@@ -176,6 +189,16 @@ class TimeIndex(_IndexFile):
         if not self._keys:
             return None
         return self._keys[-1], self._values[-1]
+
+    def check_against(self, base_offset: int, next_offset: int) -> None:
+        self._ensure_loaded()
+        v = self._values
+        if v and (v[0] < base_offset or v[-1] >= next_offset):
+            raise IndexCorrupt(f"{self.path}: offsets {v[0]}..{v[-1]} outside "
+                               f"[{base_offset}, {next_offset})")
+        for i in range(1, len(v)):
+            if v[i] < v[i - 1]:
+                raise IndexCorrupt(f"{self.path}: offsets out of order at entry {i}")
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries pointing at offsets >= `offset`."""

@@ -41,7 +41,11 @@ class Segment:
         self.size = os.fstat(self.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
         self.first_batch_timestamp: int | None = None
+        if self.size == 0:  # a new segment: its (empty) indexes exist from the start
+            self.index.create()
+            self.time_index.create()
         self.created_at_ms: int | None = None
         self._bytes_since_index = 0
 
@@ -49,32 +53,70 @@ class Segment:
 
     def load(self, recover: bool) -> int:
         """Open an existing segment. With `recover`, check every batch's CRC and truncate at
-        the first bad one, rebuilding the indexes; otherwise trust valid indexes and scan only
-        past the last index entry. Returns the number of bytes truncated."""
+        the first bad one, rebuilding the indexes. Otherwise trust the indexes once they pass
+        cheap sanity checks (present, sorted, in bounds, last entry on a batch boundary) and
+        scan only past the last index entry; if anything there looks wrong, fall back to a
+        full CRC-checked rebuild rather than truncate on the word of a bad index.
+        Returns the number of bytes truncated."""
         if not recover:
             try:
-                self.index.load()
-                self.time_index.load()
-                self.index.check_against(self.size) if self.size else None
-                start_offset, start_pos = self.index.last()
-                return self._scan(start_pos, check_crc=False, rebuild=False)
+                self._load_indexes()
+                _, start_pos = self.index.last()
+                end = self._scan(start_pos, check_crc=False, rebuild=False)
+                if end == self.size:
+                    self.time_index.check_against(self.base_offset, self.next_offset)
+                    return 0
+                raise IndexCorrupt(f"{self.path}: invalid batch at byte {end} past the index")
             except IndexCorrupt as e:
-                log.warning("Rebuilding index of %s: %s", self.path, e)
+                log.warning("Rebuilding indexes of %s: %s", self.path, e)
+                recover = True
         self.index.reset()
         self.time_index.reset()
-        return self._scan(0, check_crc=recover, rebuild=True)
+        self._reset_state()
+        end = self._scan(0, check_crc=recover, rebuild=True)
+        truncated = self.size - end
+        if truncated:
+            os.ftruncate(self.fd, end)
+            self.size = end
+            self.index.truncate_to_position(end)
+            self.time_index.truncate_to_offset(self.next_offset)
+        return truncated
+
+    def _load_indexes(self) -> None:
+        if not self.size:
+            return
+        for idx in (self.index, self.time_index):
+            if not os.path.exists(idx.path):
+                raise IndexCorrupt(f"{idx.path} is missing")
+        self.index.load()
+        self.time_index.load()
+        self.index.check_against(self.size)
+        for offset, pos in (self.index.first(), self.index.last()):
+            h = parse_header(os.pread(self.fd, HEADER_SIZE, pos)) \
+                if pos + HEADER_SIZE <= self.size else None
+            if h is None or h.base_offset != offset or h.magic != 2 \
+                    or pos + LOG_OVERHEAD + h.batch_length > self.size:
+                raise IndexCorrupt(f"{self.index.path}: entry for offset {offset} does not "
+                                   f"point at its batch (byte {pos})")
+        te = self.time_index.max_entry()
+        if te is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = te
+
+    def _reset_state(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = None
 
     def _scan(self, position: int, check_crc: bool, rebuild: bool) -> int:
-        """Walk batch headers from `position`; truncate the file at the first invalid batch."""
+        """Walk batch headers from `position` to the end of the file, noting each batch;
+        returns the position of the first invalid batch (the file size if none)."""
         size = self.size
         pos = position
         self._bytes_since_index = 0
         if position > 0:
             self.first_batch_timestamp = parse_header(
                 os.pread(self.fd, HEADER_SIZE, 0)).max_timestamp
-        if not rebuild and self.size:
-            te = self.time_index.max_entry()
-            self.max_timestamp = te[0] if te else -1
         while pos < size:
             if size - pos < HEADER_SIZE:
                 break
@@ -90,27 +132,29 @@ class Segment:
             self._note_batch(h.base_offset, h.base_offset + h.last_offset_delta,
                              h.max_timestamp, pos, batch_size, rebuild)
             pos += batch_size
-        truncated = size - pos
-        if truncated:
-            os.ftruncate(self.fd, pos)
-            self.size = pos
-            self.index.truncate_to_position(pos)
-            self.time_index.truncate_to_offset(self.next_offset)
-        return truncated
+        return pos
 
     def _note_batch(self, base: int, last: int, max_ts: int, pos: int, size: int,
                     index: bool) -> None:
         if self.first_batch_timestamp is None:
             self.first_batch_timestamp = max_ts
-        if index and (self._bytes_since_index >= self.index_interval or pos == 0):
-            self.index.append(base, pos)
-            if max_ts > self.max_timestamp:
-                self.time_index.append(max_ts, last)
-            self._bytes_since_index = 0
-        self._bytes_since_index += size
         if max_ts > self.max_timestamp:
             self.max_timestamp = max_ts
+            self.offset_of_max_timestamp = last
+        if index and (self._bytes_since_index >= self.index_interval or pos == 0):
+            self.index.append(base, pos)
+            # As Kafka: the time index records the running maximum at each index point, so
+            # a large timestamp between index points is never lost on reopen.
+            if self.max_timestamp >= 0:
+                self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
         self.next_offset = last + 1
+
+    def seal_time_index(self) -> None:
+        """Record the segment's final maximum timestamp (on roll and clean close)."""
+        if self.size and self.max_timestamp >= 0 and self.time_index.loaded:
+            self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
 
     # --- appends --------------------------------------------------------------------------
 
@@ -196,10 +240,13 @@ class Segment:
 
     def deactivate(self) -> None:
         """The segment rolled: no more appends, so index memory and fds can go."""
+        self.seal_time_index()
         self.index.unload()
         self.time_index.unload()
 
     def close(self) -> None:
+        if self.fd >= 0:
+            self.seal_time_index()
         self.index.close()
         self.time_index.close()
         if self.fd >= 0:
