@@ -1,5 +1,6 @@
-# The `kafkalite` command. `serve` runs the broker; other subcommands live in their own
-# modules and are added here as they land.
+# The `kafkalite` command. `serve` runs the broker; the operator commands (topics, groups,
+# produce, consume, health, dump-log) live in kafkalite/tools/, one module per group.
+# Argument errors are one line on stderr and exit 2, as argparse's exit code says.
 from __future__ import annotations
 
 import argparse
@@ -27,26 +28,43 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its error as one line (usage stays available through --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkalite",
-                                     description="A lightweight Kafka-compatible broker.")
-    parser.add_argument("--log-level", default="INFO",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="kafkalite",
+                     description="A lightweight Kafka-compatible broker.")
+    parser.add_argument("--log-level", default=None,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="log level (default INFO for serve; other commands log nothing)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser("serve", help="run the broker")
     serve.add_argument("--config", help="a server.properties file")
     serve.add_argument("--set", action="append", metavar="KEY=VALUE",
                        help="override a property (repeatable)")
     serve.set_defaults(func=_serve)
+    from . import tools
+    tools.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return args.func(args)
+    if args.command == "serve" or args.log_level:
+        logging.basicConfig(level=getattr(logging, args.log_level or "INFO"),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        return args.func(args)
+    if not args.log_level:
+        # Client libraries log their retries as warnings; a command reports one line.
+        logging.getLogger().addHandler(logging.NullHandler())
+    from .tools.common import run
+    return run(args.func, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,205 @@
+# What every operator command shares: the connection options, a kafka-python admin client
+# that fails fast when no broker answers, and the one-line error reporting.
+#
+# The commands must work against any Kafka-protocol broker, so admin, produce and consume
+# go through kafka-python (pure Python). Its public admin methods fold a broker's
+# error_message into long exception texts or drop it (DescribeConfigs), so `send` hands
+# raw kafka.protocol requests to the admin client's connection manager where a command
+# needs the broker's own words. Exit codes: 1 for Kafka errors and unreachable brokers,
+# 2 for bad arguments (argparse's convention), 130 on Ctrl-C.
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from typing import Any, Callable
+
+DEFAULT_BOOTSTRAP = "localhost:9092"
+CLIENT_ID = "kafkalite-cli"
+
+
+class CliError(Exception):
+    """A failure reported as one line: `error: NAME: message` (NAME is Kafka's error name)."""
+
+    def __init__(self, message: str, name: str | None = None, exit_code: int = 1):
+        super().__init__(message)
+        self.name = name
+        self.message = message
+        self.exit_code = exit_code
+
+    def line(self) -> str:
+        text = " ".join(self.message.split())  # one line, whatever the broker sent
+        return f"error: {self.name}: {text}" if self.name else f"error: {text}"
+
+
+def kafka_error(code: int, message: str | None = None) -> CliError:
+    """CliError for a Kafka error code, with the broker's message or Kafka's description."""
+    import kafka.errors as Errors
+    cls = Errors.for_code(code)
+    name = getattr(cls, "message", None) or f"ERROR_{code}"
+    return CliError(message or getattr(cls, "description", None) or name, name)
+
+
+def check_code(code: int, message: str | None = None) -> None:
+    if code:
+        raise kafka_error(code, message)
+
+
+def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts"
+               ) -> None:
+    parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+                        help=f"broker(s) to connect to, comma-separated "
+                             f"(default {DEFAULT_BOOTSTRAP})")
+    parser.add_argument("--timeout", type=positive_int, default=10000, metavar="MS",
+                        help="connect and request timeout in milliseconds (default 10000)")
+    parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {n}")
+    return n
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {n}")
+    return n
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """KEY=VALUE, as --config and --header take it."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    out = []
+    for item in servers.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("["):  # [ipv6]:port
+            host, _, rest = item[1:].partition("]")
+            port_text = rest.lstrip(":") or "9092"
+        else:
+            host, _, port_text = item.rpartition(":") if ":" in item else (item, "", "9092")
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise CliError(f"invalid --bootstrap-server {item!r}: port must be a number",
+                           exit_code=2) from None
+        out.append((host or "localhost", port))
+    if not out:
+        raise CliError("--bootstrap-server is empty", exit_code=2)
+    return out
+
+
+def check_reachable(servers: str, timeout_s: float) -> None:
+    """Fail at once when no bootstrap server accepts a TCP connection.
+
+    kafka-python would otherwise retry until its bootstrap timeout, and report only a
+    timeout; a refused connection is known in milliseconds and deserves its own words.
+    """
+    errors = []
+    for host, port in parse_bootstrap(servers):
+        try:
+            with socket.create_connection((host, port), timeout=min(timeout_s, 5.0)):
+                return
+        except OSError as e:
+            errors.append(f"{host}:{port}: {e.strerror or e}")
+    raise CliError("cannot connect to " + "; ".join(errors))
+
+
+def client_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Connection settings shared by the admin client, the producer and the consumer."""
+    return {
+        "bootstrap_servers": args.bootstrap_server,
+        "client_id": CLIENT_ID,
+        "request_timeout_ms": args.timeout,
+        "bootstrap_timeout_ms": args.timeout,
+        "reconnect_backoff_max_ms": 1000,
+    }
+
+
+def open_admin(args: argparse.Namespace):
+    """A connected KafkaAdminClient, or CliError within --timeout."""
+    check_reachable(args.bootstrap_server, args.timeout / 1000)
+    from kafka.admin import KafkaAdminClient
+    import kafka.errors as Errors
+    try:
+        return KafkaAdminClient(**client_settings(args))
+    except Errors.KafkaTimeoutError:
+        raise CliError(f"no Kafka broker answered at {args.bootstrap_server} "
+                       f"within {args.timeout} ms") from None
+
+
+def send(admin, request, node_id: int | None = None):
+    """Send one kafka.protocol request through the admin client; returns the response."""
+    async def _send():
+        return await admin._manager.send(request, node_id=node_id)
+    return admin._manager.run(_send)
+
+
+def coordinator_for(admin, group: str) -> int:
+    """Node id of the group's coordinator (FindCoordinator), or CliError with Kafka's error."""
+    import kafka.errors as Errors
+    try:
+        return admin._manager.run(admin._find_coordinator_id, group)
+    except Errors.BrokerResponseError as e:
+        raise kafka_error(e.errno, None) from None
+
+
+def describe_exception(exc: BaseException) -> CliError:
+    """One-line CliError for an exception from kafka-python or the OS."""
+    import kafka.errors as Errors
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, Errors.BrokerResponseError) and exc.message:
+        detail = str(exc.args[0]) if exc.args else ""
+        # kafka-python's own texts quote whole requests; keep only short, human ones.
+        if not detail or len(detail) > 200 or "Request '" in detail:
+            detail = exc.description or exc.message
+        return CliError(detail, exc.message)
+    if isinstance(exc, Errors.KafkaTimeoutError):
+        return CliError(f"timed out: {exc.args[0] if exc.args else 'no answer from broker'}")
+    if isinstance(exc, Errors.KafkaError):
+        return CliError(f"{type(exc).__name__}: {exc.args[0] if exc.args else exc}")
+    if isinstance(exc, OSError):
+        return CliError(str(exc))
+    return CliError(f"{type(exc).__name__}: {exc}")
+
+
+def run(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run a command; any failure becomes one line on stderr and a non-zero exit code."""
+    try:
+        return func(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `kafkalite consume ... | head`: the reader left; that is not an error. Point
+        # stdout at /dev/null so the interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001 - the command line reports, it does not trace
+        err = describe_exception(e)
+        sys.stdout.flush()
+        print(err.line(), file=sys.stderr)
+        return err.exit_code
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
