@@ -1,0 +1,210 @@
+# The broker under test as a process: spawn it, time its startup, and read its CPU and
+# memory from /proc.
+#
+# Startup latency is the time from just before fork/exec to the first Metadata response
+# read back on a raw socket. A raw request (not a client library) keeps the client's own
+# start-up and reconnect back-off out of the figure; polling every 2 ms bounds the error.
+# CPU is utime+stime of the broker process (all its threads) from /proc/<pid>/stat; peak
+# memory is VmHWM from /proc/<pid>/status, i.e. the kernel's own high-water mark of RSS,
+# which no sampling can miss. A sampler thread also records VmRSS so that each phase can
+# report its own peak.
+from __future__ import annotations
+
+import io
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+from kafkalite.testing import BrokerProcess
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# The settings the harness needs from a broker it spawns: topics it auto-creates get the
+# benchmark's partition count (used only when CreateTopics is not served).
+BENCH_SETTINGS = {"num.partitions": "4"}
+
+
+def metadata_request(correlation_id: int) -> bytes:
+    """Metadata v1 asking for no topics: the smallest request that exercises the full
+    request path (frame, header, decode, handler, encode)."""
+    client_id = b"kafkalite-bench"
+    body = struct.pack(">hhih", 3, 1, correlation_id, len(client_id)) + client_id
+    body += struct.pack(">i", 0)  # empty topic array: brokers and controller only
+    return struct.pack(">i", len(body)) + body
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("connection closed mid-response")
+        out += chunk
+    return bytes(out)
+
+
+def probe_metadata(host: str, port: int, timeout: float = 2.0) -> bool:
+    """One Metadata round trip; True when a well-formed answer came back."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(metadata_request(7))
+        (size,) = struct.unpack(">i", _recv_exact(s, 4))
+        payload = _recv_exact(s, size)
+        return size >= 8 and struct.unpack_from(">i", payload, 0)[0] == 7
+
+
+@dataclass
+class Startup:
+    listening_s: float   # first accepted TCP connection
+    metadata_s: float    # first answered Metadata request
+
+
+def wait_until_serving(proc: subprocess.Popen, host: str, port: int, t0: float,
+                       timeout: float = 30.0) -> Startup:
+    deadline = t0 + timeout
+    listening = None
+    while time.perf_counter() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with code {proc.returncode} during startup")
+        try:
+            with socket.create_connection((host, port), timeout=1.0) as s:
+                if listening is None:
+                    listening = time.perf_counter() - t0
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                s.sendall(metadata_request(1))
+                (size,) = struct.unpack(">i", _recv_exact(s, 4))
+                _recv_exact(s, size)
+                return Startup(listening, time.perf_counter() - t0)
+        except OSError:
+            time.sleep(0.002)
+    raise RuntimeError(f"broker did not answer Metadata within {timeout}s")
+
+
+def export_revision(repo: str, rev: str) -> tuple[str, str]:
+    """Extract kafkalite/ as of git revision `rev` into a temp dir, so that a run measures
+    a committed broker rather than a working tree other people are editing. Returns
+    (directory, full commit id)."""
+    sha = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                         capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    tar = subprocess.run(["git", "-C", repo, "archive", "--format=tar", sha, "kafkalite"],
+                         capture_output=True, check=True, timeout=60).stdout
+    dest = tempfile.mkdtemp(prefix="kafkalite-src-")
+    with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+        tf.extractall(dest, filter="data")
+    return dest, sha
+
+
+def spawn_broker(settings: dict[str, str] | None = None, log_path: str | None = None,
+                 src_dir: str | None = None) -> tuple[BrokerProcess, Startup]:
+    """Start a kafkalite broker on a free 127.0.0.1 port with a fresh temp data dir and
+    time it; with `src_dir`, the kafkalite package is imported from there. The caller must
+    call .cleanup() on the returned handle."""
+    bp = BrokerProcess(settings={**BENCH_SETTINGS, **(settings or {})}, log_path=log_path)
+    env = None
+    if src_dir:
+        env = {**os.environ,
+               "PYTHONPATH": os.pathsep.join(filter(None, [src_dir,
+                                                           os.environ.get("PYTHONPATH")]))}
+    log = open(bp.log_path, "ab")
+    t0 = time.perf_counter()
+    bp.proc = subprocess.Popen(bp.command(), stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, cwd=src_dir, env=env)
+    log.close()
+    try:
+        startup = wait_until_serving(bp.proc, "127.0.0.1", bp.port, t0)
+    except Exception:
+        tail = bp.read_log()[-2000:]
+        bp.cleanup()
+        raise RuntimeError(f"kafkalite did not start:\n{tail}") from None
+    return bp, startup
+
+
+def python_startup_s(runs: int = 3) -> float:
+    """The bare interpreter's start-up on this machine (best of `runs`): the floor under
+    any Python broker's startup latency."""
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=30)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+# --- /proc accounting ---------------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid` (all threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of `pid` in KiB."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, val = line.split(":", 1)
+                out[key] = int(val.split()[0])
+    return out
+
+
+class ProcessMonitor:
+    """CPU and RSS of one process, overall and per named phase."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        self.pid = pid
+        self.interval = interval
+        self.cpu_start = cpu_seconds(pid)
+        self._phase_peak_kib = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                rss = memory_kib(self.pid).get("VmRSS", 0)
+            except (OSError, ValueError):
+                return
+            with self._lock:
+                self._phase_peak_kib = max(self._phase_peak_kib, rss)
+
+    def begin_phase(self) -> dict:
+        rss = memory_kib(self.pid).get("VmRSS", 0)
+        with self._lock:
+            self._phase_peak_kib = rss
+        return {"cpu": cpu_seconds(self.pid), "wall": time.perf_counter()}
+
+    def end_phase(self, mark: dict) -> dict:
+        cpu = cpu_seconds(self.pid) - mark["cpu"]
+        wall = time.perf_counter() - mark["wall"]
+        mem = memory_kib(self.pid)
+        with self._lock:
+            peak = max(self._phase_peak_kib, mem.get("VmRSS", 0))
+        return {"broker_cpu_s": round(cpu, 3),
+                "broker_cpu_pct_of_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
+                "broker_rss_mib_end": round(mem.get("VmRSS", 0) / 1024, 1),
+                "broker_rss_mib_peak_sampled": round(peak / 1024, 1)}
+
+    def totals(self) -> dict:
+        mem = memory_kib(self.pid)
+        return {"broker_cpu_s_total": round(cpu_seconds(self.pid) - self.cpu_start, 3),
+                "broker_cpu_s_since_exec": round(cpu_seconds(self.pid), 3),
+                "broker_rss_mib_peak_vmhwm": round(mem.get("VmHWM", 0) / 1024, 1),
+                "broker_rss_mib_end": round(mem.get("VmRSS", 0) / 1024, 1)}
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
