@@ -113,6 +113,9 @@ BROKER_PROPS: list[Prop] = [
     Prop("log.local.retention.bytes", "long", -2, read_only=False),
     Prop("compression.type", "string", "producer",
          _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), read_only=False),
+    Prop("compression.gzip.level", "int", -1, lambda v: v == -1 or 1 <= v <= 9, read_only=False),
+    Prop("compression.lz4.level", "int", 9, lambda v: 1 <= v <= 17, read_only=False),
+    Prop("compression.zstd.level", "int", 3, lambda v: -131072 <= v <= 22, read_only=False),
     Prop("message.max.bytes", "int", 1048588, _at_least(0), read_only=False),
     Prop("min.insync.replicas", "int", 1, _at_least(1), read_only=False),
     Prop("unclean.leader.election.enable", "boolean", False, read_only=False),
@@ -160,7 +163,10 @@ class TopicProp:
 
 TOPIC_PROPS: list[TopicProp] = [
     TopicProp("cleanup.policy", "list", "log.cleanup.policy", "delete"),
+    TopicProp("compression.gzip.level", "int", "compression.gzip.level", -1),
+    TopicProp("compression.lz4.level", "int", "compression.lz4.level", 9),
     TopicProp("compression.type", "string", "compression.type", "producer"),
+    TopicProp("compression.zstd.level", "int", "compression.zstd.level", 3),
     TopicProp("delete.retention.ms", "long", "log.cleaner.delete.retention.ms", 86400000),
     TopicProp("file.delete.delay.ms", "long", "log.segment.delete.delay.ms", 60000),
     TopicProp("flush.messages", "long", "log.flush.interval.messages", LONG_MAX),
@@ -181,6 +187,8 @@ TOPIC_PROPS: list[TopicProp] = [
     TopicProp("min.compaction.lag.ms", "long", "log.cleaner.min.compaction.lag.ms", 0),
     TopicProp("min.insync.replicas", "int", "min.insync.replicas", 1),
     TopicProp("preallocate", "boolean", "log.preallocate", False),
+    TopicProp("remote.log.copy.disable", "boolean", None, False),
+    TopicProp("remote.log.delete.on.disable", "boolean", None, False),
     TopicProp("remote.storage.enable", "boolean", None, False),
     TopicProp("retention.bytes", "long", "log.retention.bytes", -1),
     TopicProp("retention.ms", "long", "log.retention.ms", 604800000),
@@ -204,6 +212,51 @@ _TOPIC_CHECKS: dict[str, Callable[[Any], bool]] = {
     "segment.ms": _at_least(1),
     "min.insync.replicas": _at_least(1),
     "index.interval.bytes": _at_least(0),
+    "compression.gzip.level": PROPS["compression.gzip.level"].check,  # type: ignore[dict-item]
+    "compression.lz4.level": PROPS["compression.lz4.level"].check,  # type: ignore[dict-item]
+    "compression.zstd.level": PROPS["compression.zstd.level"].check,  # type: ignore[dict-item]
+}
+
+# One-line documentation per topic config (DescribeConfigs v3+ include_documentation),
+# paraphrasing the meaning Kafka documents for each.
+TOPIC_DOCS: dict[str, str] = {
+    "cleanup.policy": "Retention policy for old segments: delete, compact, or both.",
+    "compression.gzip.level": "Compression level used when compression.type is gzip.",
+    "compression.lz4.level": "Compression level used when compression.type is lz4.",
+    "compression.type": "Final compression of the topic's data; producer keeps the "
+                        "producer's codec.",
+    "compression.zstd.level": "Compression level used when compression.type is zstd.",
+    "delete.retention.ms": "How long delete tombstones are kept on compacted topics.",
+    "file.delete.delay.ms": "Delay before a deleted segment's files are removed.",
+    "flush.messages": "Force an fsync after this many messages.",
+    "flush.ms": "Force an fsync after this many milliseconds.",
+    "follower.replication.throttled.replicas": "Replicas whose follower replication is "
+                                               "throttled.",
+    "index.interval.bytes": "How often (in bytes) an offset index entry is added.",
+    "leader.replication.throttled.replicas": "Replicas whose leader replication is throttled.",
+    "local.retention.bytes": "Local size limit before tiered segments are deleted locally "
+                             "(-2: use retention.bytes).",
+    "local.retention.ms": "Local time limit before tiered segments are deleted locally "
+                          "(-2: use retention.ms).",
+    "max.compaction.lag.ms": "Longest time a message stays ineligible for compaction.",
+    "max.message.bytes": "Largest record batch size accepted.",
+    "message.timestamp.after.max.ms": "How far in the future a record timestamp may be.",
+    "message.timestamp.before.max.ms": "How far in the past a record timestamp may be.",
+    "message.timestamp.type": "CreateTime or LogAppendTime.",
+    "min.cleanable.dirty.ratio": "Dirty-log ratio that triggers compaction.",
+    "min.compaction.lag.ms": "Shortest time a message stays uncompacted.",
+    "min.insync.replicas": "Replicas that must acknowledge an acks=all write.",
+    "preallocate": "Preallocate segment files on disk.",
+    "remote.log.copy.disable": "Stop copying segments to tiered storage.",
+    "remote.log.delete.on.disable": "Delete tiered data when tiered storage is disabled.",
+    "remote.storage.enable": "Enable tiered storage for the topic.",
+    "retention.bytes": "Size limit of a partition before old segments are deleted (-1: none).",
+    "retention.ms": "Time limit before old segments are deleted (-1: none).",
+    "segment.bytes": "Segment file size.",
+    "segment.index.bytes": "Offset index file size.",
+    "segment.jitter.ms": "Random jitter subtracted from segment.ms.",
+    "segment.ms": "Time after which a segment rolls even if not full.",
+    "unclean.leader.election.enable": "Allow out-of-sync replicas to become leader.",
 }
 
 

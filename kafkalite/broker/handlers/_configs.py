@@ -1,0 +1,251 @@
+# Config entries as Kafka reports them, shared by DescribeConfigs, CreateTopics v5+ and the
+# two AlterConfigs APIs. Not an API handler (no @api); the leading underscore says so.
+#
+# DescribeConfigs follows Kafka's ConfigHelper (3.9/4.0): a topic config's synonyms are the
+# topic override (TOPIC_CONFIG=1), then its broker synonyms set explicitly at startup
+# (STATIC_BROKER_CONFIG=4), then the broker defaults (DEFAULT_CONFIG=5); its source is the
+# first synonym's. Like Kafka, entries before the first one named as the primary broker
+# synonym are dropped, so retention.ms (primary log.retention.ms, which has no default)
+# lists no synonyms unless log.retention.ms itself is set. CreateTopics resolves sources the
+# controller's way instead (KafkaConfigSchema.resolveEffectiveTopicConfig): any explicitly set
+# synonym makes it STATIC_BROKER_CONFIG. kafkalite has no dynamic broker configs, so sources
+# 2 and 3 never appear. BROKER_LOGGER resources map onto Python's logging levels.
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from ...config import (PROPS, TOPIC_DOCS, TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig,
+                       ConfigError, format_value)
+from ...log.manager import validate_topic_name
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+
+# ConfigResource.Type ids
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+RESOURCE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
+                  16: "CLIENT_METRICS", 32: "GROUP"}
+
+# DescribeConfigsResponse.ConfigSource ids
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 1, 4, 5, 6
+
+# DescribeConfigsResponse.ConfigType ids, by kafkalite's (Kafka's) type names
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+                "list": 7, "class": 8, "password": 9}
+
+# DynamicBrokerConfig.brokerConfigSynonyms: broker properties that stand for one another,
+# highest priority first.
+_SYNONYM_GROUPS = (("log.roll.ms", "log.roll.hours"),
+                   ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+                   ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
+
+Synonym = tuple[str, "str | None", int]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    sensitive: bool
+    synonyms: tuple[Synonym, ...]
+    type_id: int
+    doc: str | None
+
+
+def broker_synonyms(name: str) -> list[str]:
+    for group in _SYNONYM_GROUPS:
+        if name in group:
+            return list(group)
+    if name == "log.flush.interval.ms":  # log.flush.scheduler.interval.ms is its default
+        return [name, "log.flush.scheduler.interval.ms"]
+    return [name]
+
+
+def _synonym_chain(cfg: BrokerConfig, name: str, sensitive: bool) -> list[Synonym]:
+    names = broker_synonyms(name)
+    out: list[Synonym] = []
+    for n in names:
+        if n in cfg.explicit and cfg.explicit[n] is not None:
+            out.append((n, None if sensitive else format_value(cfg.explicit[n]),
+                        STATIC_BROKER_CONFIG))
+    for n in names:
+        prop = PROPS.get(n)
+        if prop is not None and prop.default is not None:
+            out.append((n, None if sensitive else format_value(prop.default), DEFAULT_CONFIG))
+    while out and out[0][0] != name:  # Kafka's dropWhile(s => s.name != name)
+        out.pop(0)
+    return out
+
+
+def topic_value(logs, overrides: dict[str, str], name: str) -> Any:
+    """A topic config's effective value given the topic's overrides."""
+    try:
+        return logs.effective(overrides, name)
+    except ConfigError:  # an override stored before a stricter check: show it as stored
+        return overrides[name]
+
+
+def topic_entries(logs, overrides: dict[str, str]) -> list[Entry]:
+    """Every topic config of a topic with these overrides, for DescribeConfigs."""
+    cfg = logs.config
+    out = []
+    for prop in TOPIC_PROPS:
+        value = format_value(topic_value(logs, overrides, prop.name))
+        chain = _synonym_chain(cfg, prop.synonym, False) if prop.synonym in PROPS else []
+        if prop.name in overrides:
+            chain.insert(0, (prop.name, value, TOPIC_CONFIG))
+        out.append(Entry(prop.name, value, chain[0][2] if chain else DEFAULT_CONFIG, False,
+                         False, tuple(chain), CONFIG_TYPES.get(prop.type, 0),
+                         TOPIC_DOCS.get(prop.name)))
+    return out
+
+
+def creation_source(cfg: BrokerConfig, overrides: dict[str, str], name: str) -> int:
+    """A new topic's config source as CreateTopics v5+ reports it."""
+    if name in overrides:
+        return TOPIC_CONFIG
+    synonym = TOPIC_PROP_MAP[name].synonym
+    if synonym is not None and any(cfg.explicit.get(n) is not None
+                                   for n in broker_synonyms(synonym)):
+        return STATIC_BROKER_CONFIG
+    return DEFAULT_CONFIG
+
+
+def broker_entries(cfg: BrokerConfig) -> list[Entry]:
+    """Every broker config, for DescribeConfigs on this node's BROKER resource."""
+    out = []
+    for prop, value, _default in cfg.items():
+        chain = _synonym_chain(cfg, prop.name, prop.sensitive)
+        out.append(Entry(prop.name, None if prop.sensitive else format_value(value),
+                         chain[0][2] if chain else DEFAULT_CONFIG, prop.read_only,
+                         prop.sensitive, tuple(chain), CONFIG_TYPES.get(prop.type, 0),
+                         prop.doc or None))
+    for name, value in cfg.explicit.items():
+        if name not in PROPS:  # Kafka lists unknown originals too, typeless and so sensitive
+            out.append(Entry(name, None, STATIC_BROKER_CONFIG, True, True,
+                             ((name, None, STATIC_BROKER_CONFIG),), 0, None))
+    return out
+
+
+# --- BROKER_LOGGER: log4j level names over Python's logging ------------------------------
+
+TRACE = 5
+LOG_LEVELS = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+              "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+ROOT_LOGGER = "root"
+
+
+def level_name(level: int) -> str:
+    for name, value in sorted(LOG_LEVELS.items(), key=lambda kv: -kv[1]):
+        if level >= value:
+            return name
+    return "TRACE"
+
+
+def loggers() -> dict[str, logging.Logger]:
+    """The root logger and every logger created so far, by their log4j-style names."""
+    out = {ROOT_LOGGER: logging.getLogger()}
+    for name, obj in sorted(logging.root.manager.loggerDict.items()):
+        if isinstance(obj, logging.Logger):
+            out[name] = obj
+    return out
+
+
+def logger_entries() -> list[Entry]:
+    return [Entry(name, level_name(lg.getEffectiveLevel()), DYNAMIC_BROKER_LOGGER_CONFIG,
+                  False, False, (), 0, None)
+            for name, lg in loggers().items()]
+
+
+# --- resource checks shared by the describe and alter APIs --------------------------------
+
+def node_id_of(name: str, what: str = "Broker id") -> int:
+    try:
+        return int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"{what} must be an integer, but it is: {name}") from None
+
+
+def check_topic_resource(name: str) -> None:
+    """ControllerConfigurationValidator.validateTopicName."""
+    if not name:
+        raise KafkaError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    validate_topic_name(name)
+
+
+def select(entries: Iterable[Entry], keys: Iterable[str] | None) -> list[Entry]:
+    """configuration_keys: null or empty means every config."""
+    wanted = set(keys or ())
+    return [e for e in entries if not wanted or e.name in wanted]
+
+
+# --- the alter APIs' shared steps (ConfigAdminManager.preprocess, then the controller) ----
+
+def check_alter_resource(r, duplicated: bool, null_names: list[str]) -> None:
+    """Checks that come before the resource type is looked at."""
+    if duplicated:
+        raise KafkaError(ErrorCode.invalid_request, "Each resource must appear at most once.")
+    names = [c.name for c in r.configs]
+    if len(set(names)) != len(names):
+        raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    if null_names:
+        raise KafkaError(ErrorCode.invalid_request,
+                         "Null value not supported for : " + ", ".join(null_names))
+
+
+def check_broker_change(broker, name: str, config_names: list[str]) -> None:
+    """kafkalite reads broker configs only at startup, so every change is refused the way
+    Kafka refuses a non-dynamic one (DynamicBrokerConfig.validateConfigs, answered with
+    INVALID_REQUEST since KAFKA-13609); an empty change succeeds."""
+    if name and node_id_of(name, "Node id") != broker.node_id:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+    if config_names:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Cannot update these configs dynamically: Set({', '.join(config_names)})"
+                         " (kafkalite applies broker configs only at startup)")
+
+
+def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
+                        validate_only: bool) -> None:
+    """Validate a topic's complete new override set, then store it unless validate_only.
+    As Kafka's controller, a bad config is reported before a missing topic."""
+    check_topic_resource(name)
+    nulls = [k for k, v in configs.items() if v is None]
+    if nulls:
+        raise KafkaError(ErrorCode.invalid_config,
+                         "Null value not supported for topic configs: " + ",".join(nulls))
+    checked = broker.logs.check_configs(configs)
+    if broker.logs.get(name) is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition,
+                         f"The topic '{name}' does not exist.")
+    if not validate_only:
+        broker.logs.set_topic_configs(name, checked)
+
+
+def alter_response(ctx, req, alter_one: Callable[..., None]) -> Any:
+    """Run alter_one(broker, resource, duplicated, validate_only) for every resource of an
+    AlterConfigs or IncrementalAlterConfigs request; its KafkaError is that resource's
+    result. Returns the response entity, entries in request order."""
+    v = ctx.api_version
+    counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
+    mod = response_module(ctx.api_key, v)
+    out = []
+    for r in req.resources:
+        err: KafkaError | None = None
+        try:
+            alter_one(ctx.broker, r, counts[(r.resource_type, r.resource_name)] > 1,
+                      req.validate_only)
+        except KafkaError as e:
+            err = e
+        out.append(mod.AlterConfigsResourceResponse(
+            error_code=err.code if err else ErrorCode.none,
+            error_message=err.message if err else None,
+            resource_type=r.resource_type, resource_name=r.resource_name))
+    return make(response_class(ctx.api_key, v), throttle_time=ZERO, responses=tuple(out))

@@ -1,0 +1,35 @@
+# AlterConfigs (key 33), v0-2: the legacy, non-incremental API.
+#
+# For a TOPIC the configs given become the topic's complete override set: any override not
+# listed is removed (as in Kafka). The set is validated as a whole (INVALID_CONFIG for an
+# unknown name or a bad value), then stored in the topic's metadata and applied to its
+# partitions' live LogConfig, unless validate_only. Per-resource errors follow Kafka's
+# ConfigAdminManager.preprocess and controller: a resource listed twice, duplicate keys or
+# null values are INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+# BROKER resources are refused with INVALID_REQUEST ("Cannot update these configs
+# dynamically"), as Kafka refuses a non-dynamic broker config: kafkalite reads broker configs
+# only at startup. BROKER_LOGGER is not supported by this legacy API in Kafka either
+# (INVALID_REQUEST). Gaps: GROUP and CLIENT_METRICS resources are INVALID_REQUEST.
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode, KafkaError
+from ..registry import api
+from ._configs import (BROKER, TOPIC, alter_response, apply_topic_configs,
+                       check_alter_resource, check_broker_change)
+
+
+def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
+    check_alter_resource(r, duplicated, [c.name for c in r.configs if c.value is None])
+    if r.resource_type == TOPIC:
+        apply_topic_configs(broker, r.resource_name, {c.name: c.value for c in r.configs},
+                            validate_only)
+    elif r.resource_type == BROKER:
+        check_broker_change(broker, r.resource_name, [c.name for c in r.configs])
+    else:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Unknown resource type {r.resource_type}")
+
+
+@api(33, "AlterConfigs", (0, 2))
+async def handle(ctx, req):
+    return alter_response(ctx, req, _alter)

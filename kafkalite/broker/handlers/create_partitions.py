@@ -1,0 +1,76 @@
+# CreatePartitions (key 37), v0-3.
+#
+# Raises a topic's partition count; the new partitions start empty with the topic's configs.
+# Errors and messages follow Kafka's ReplicationControlManager.createPartitions (3.9): an
+# unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a count equal to or below the current one is
+# INVALID_PARTITIONS ("Topic already has N partition(s)." / "... would not be an
+# increase."); manual assignments must number exactly the partitions added and each place its
+# partition on this node alone (INVALID_REPLICA_ASSIGNMENT); a name listed twice is
+# INVALID_REQUEST. validate_only checks everything and changes nothing. Adding more than
+# 10000 partitions in one request is refused with POLICY_VIOLATION, as Kafka's controller
+# refuses an oversized batch. Keys of existing records keep their partition; clients see the
+# new count at their next metadata refresh. The timeout is ignored (synchronous).
+from __future__ import annotations
+
+from collections import Counter
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+from .create_topics import MAX_PARTITIONS_PER_REQUEST, validate_replicas
+
+
+def _additional(broker, t) -> int:
+    topic = broker.logs.get(t.name)
+    if topic is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
+    current = len(topic.partitions)
+    if t.count == current:
+        raise KafkaError(ErrorCode.invalid_partitions,
+                         f"Topic already has {current} partition(s).")
+    if t.count < current:
+        raise KafkaError(ErrorCode.invalid_partitions,
+                         f"The topic {t.name} currently has {current} partition(s); {t.count} "
+                         "would not be an increase.")
+    additional = t.count - current
+    if t.assignments is not None:
+        if len(t.assignments) != additional:
+            raise KafkaError(ErrorCode.invalid_replica_assignment,
+                             f"Attempted to add {additional} additional partition(s), but only "
+                             f"{len(t.assignments)} assignment(s) were specified.")
+        for a in t.assignments:
+            validate_replicas(a.broker_ids, broker.node_id, 1)
+    return additional
+
+
+@api(37, "CreatePartitions", (0, 3))
+async def handle(ctx, req):
+    b = ctx.broker
+    v = ctx.api_version
+    mod = response_module(37, v)
+    counts = Counter(t.name for t in req.topics)
+    rows: list[tuple[str, ErrorCode, str | None]] = []
+    added = 0
+    for t in req.topics:
+        if counts[t.name] > 1:
+            continue
+        try:
+            extra = _additional(b, t)
+            if added + extra > MAX_PARTITIONS_PER_REQUEST:
+                raise KafkaError(ErrorCode.policy_violation,
+                                 "Unable to perform excessively large batch operation.")
+            added += extra
+            if not req.validate_only:
+                b.logs.add_partitions(t.name, t.count)
+        except KafkaError as e:
+            rows.append((t.name, e.code, e.message))
+        except OSError as e:
+            rows.append((t.name, ErrorCode.kafka_storage_error, str(e)))
+        else:
+            rows.append((t.name, ErrorCode.none, None))
+    rows += [(name, ErrorCode.invalid_request, "Duplicate topic name.")
+             for name, n in counts.items() if n > 1]
+    return make(response_class(37, v), throttle_time=ZERO, results=tuple(
+        mod.CreatePartitionsTopicResult(name=n, error_code=c, error_message=m)
+        for n, c, m in rows))

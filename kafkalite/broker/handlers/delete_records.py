@@ -1,0 +1,50 @@
+# DeleteRecords (key 21), v0-2.
+#
+# Moves each partition's log start offset (its low watermark) up to the requested offset;
+# -1 means the high watermark. Whole segments below it are deleted at once and the new start
+# is checkpointed, so it survives restarts; fetches below it get OFFSET_OUT_OF_RANGE. As
+# Kafka's Partition.deleteRecordsOnLeader: an offset above the high watermark or negative
+# (other than -1) is OFFSET_OUT_OF_RANGE, a topic without the delete cleanup policy
+# POLICY_VIOLATION, an unknown partition UNKNOWN_TOPIC_OR_PARTITION; an offset below the
+# current start changes nothing. Errors carry low_watermark -1. The timeout is ignored: with
+# one replica, the deletion is complete when the response is sent.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+HIGH_WATERMARK = -1
+
+
+def _delete(p, offset: int) -> int:
+    if p is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition)
+    if "delete" not in p.config.cleanup_policy.split(","):
+        raise KafkaError(ErrorCode.policy_violation,
+                         f"Records of partition {p.topic}-{p.partition} can not be deleted "
+                         "due to the configured policy")
+    if offset < 0 and offset != HIGH_WATERMARK:
+        raise KafkaError(ErrorCode.offset_out_of_range)
+    return p.delete_records(offset)
+
+
+@api(21, "DeleteRecords", (0, 2))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(21, v)
+    logs = ctx.broker.logs
+    topics = []
+    for t in req.topics:
+        parts = []
+        for rp in t.partitions:
+            p = logs.partition(t.name, rp.partition_index)
+            try:
+                low, code = _delete(p, rp.offset), ErrorCode.none
+            except KafkaError as e:
+                low, code = -1, e.code
+            parts.append(mod.DeleteRecordsPartitionResult(
+                partition_index=rp.partition_index, low_watermark=low, error_code=code))
+        topics.append(mod.DeleteRecordsTopicResult(name=t.name, partitions=tuple(parts)))
+    return make(response_class(21, v), throttle_time=ZERO, topics=tuple(topics))

@@ -1,0 +1,104 @@
+# DeleteTopics (key 20), v1-6 (Kafka 4.0 dropped v0).
+#
+# Topics are named (v1-5 topic_names; v6 topics by name) or, from v6, given by topic id.
+# Deletion is synchronous: the metadata file goes first (the commit point), then the
+# partition directories, then Broker.delete_topic's listeners (committed offsets) run and the
+# topic leaves every fetch session. Errors follow Kafka's ControllerApis.deleteTopics: an
+# unknown name is UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID; a name or id
+# listed twice, both or neither given, or a name whose id was also given, INVALID_REQUEST.
+# With delete.topic.enable=false every topic answers TOPIC_DELETION_DISABLED (INVALID_REQUEST
+# before v3). Successes carry the topic's id (v6) and, for deletions by id, its name.
+# Like KRaft Kafka, internal topics may be deleted too.
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+ZERO_UUID = uuid.UUID(int=0)
+NO_TOPIC = "This server does not host this topic-partition."
+NO_TOPIC_ID = "This server does not host this topic ID."
+
+
+def _requested(req, version: int) -> list[tuple[str | None, uuid.UUID | None]]:
+    if version < 6:
+        return [(name, None) for name in req.topic_names]
+    return [(t.name, None if t.topic_id in (None, ZERO_UUID) else t.topic_id)
+            for t in req.topics]
+
+
+def _delete(broker, topic) -> None:
+    broker.delete_topic(topic.name)
+    sessions = broker.extensions.get("fetch_sessions")
+    if sessions is not None:
+        sessions.forget_topic(topic.name)
+        sessions.forget_topic(topic.topic_id)
+
+
+def _resolve(logs, items) -> tuple[list, list]:
+    """(topics to delete, error rows); rows are (name, id, code, message)."""
+    names = Counter(n for n, i in items if n is not None and i is None)
+    ids = Counter(i for n, i in items if n is None and i is not None)
+    errors, targets, seen = [], [], set()
+    for name, tid in sorted(items, key=lambda it: it[1] is None):  # ids first, as Kafka
+        if name is None and tid is None:
+            errors.append((None, ZERO_UUID, ErrorCode.invalid_request,
+                           "Neither topic name nor id were specified."))
+        elif name is not None and tid is not None:
+            errors.append((name, tid, ErrorCode.invalid_request,
+                           "You may not specify both topic name and topic id."))
+        elif names.get(name, 0) > 1 or ids.get(tid, 0) > 1:
+            key = name if tid is None else tid
+            if key not in seen:
+                seen.add(key)
+                errors.append((name, tid or ZERO_UUID, ErrorCode.invalid_request,
+                               "Duplicate topic name." if tid is None
+                               else "Duplicate topic id."))
+        elif tid is not None:
+            topic = logs.by_id.get(tid)
+            if topic is None:
+                errors.append((None, tid, ErrorCode.unknown_topic_id, NO_TOPIC_ID))
+            else:
+                targets.append(topic)
+        else:
+            topic = logs.get(name)
+            if topic is None:
+                errors.append((name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, NO_TOPIC))
+            elif any(t is topic for t in targets) or ids.get(topic.topic_id):
+                errors.append((name, topic.topic_id, ErrorCode.invalid_request,
+                               "The provided topic name maps to an ID that was already "
+                               "supplied."))
+                targets = [t for t in targets if t is not topic]
+            else:
+                targets.append(topic)
+    return targets, errors
+
+
+@api(20, "DeleteTopics", (1, 6))
+async def handle(ctx, req):
+    b = ctx.broker
+    v = ctx.api_version
+    mod = response_module(20, v)
+    items = _requested(req, v)
+    if not b.config["delete.topic.enable"]:
+        code = ErrorCode.invalid_request if v < 3 else ErrorCode.topic_deletion_disabled
+        rows = [(n, i or ZERO_UUID, code, "Topic deletion is disabled.") for n, i in items]
+    else:
+        targets, rows = _resolve(b.logs, items)
+        for topic in targets:
+            try:
+                _delete(b, topic)
+            except KafkaError as e:
+                rows.append((topic.name, topic.topic_id, e.code, e.message))
+            except OSError as e:
+                rows.append((topic.name, topic.topic_id, ErrorCode.kafka_storage_error,
+                             str(e)))
+            else:
+                rows.append((topic.name, topic.topic_id, ErrorCode.none, None))
+    return make(response_class(20, v), throttle_time=ZERO, responses=tuple(
+        make(mod.DeletableTopicResult, name=n, topic_id=i, error_code=c, error_message=m)
+        for n, i, c, m in rows))

@@ -1,0 +1,47 @@
+# DescribeCluster (key 60), v0-2.
+#
+# One broker, this node, at its advertised address; it is also the controller (a combined
+# KRaft node), so controller_id is node.id. cluster_authorized_operations is Int.MIN unless
+# requested; when requested it lists every operation Kafka supports on the CLUSTER resource,
+# as Kafka answers without an authorizer (AuthHelper.authorizedOperations). endpoint_type
+# (v1+) must be 1 (brokers): 2 (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else
+# UNSUPPORTED_ENDPOINT_TYPE, both INVALID_REQUEST at v0 (AuthHelper.
+# computeDescribeClusterResponse). v2 (Kafka 4.0, KIP-1073) adds is_fenced: never fenced.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+NO_OPS = -2147483648
+BROKERS, CONTROLLERS = 1, 2
+# AclOperation codes Kafka supports on CLUSTER: ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE 5.
+CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+@api(60, "DescribeCluster", (0, 2))
+async def handle(ctx, req):
+    b = ctx.broker
+    v = ctx.api_version
+    mod = response_module(60, v)
+    cls = response_class(60, v)
+    endpoint = getattr(req, "endpoint_type", BROKERS)
+    if endpoint != BROKERS:
+        if endpoint == CONTROLLERS:
+            code = ErrorCode.mismatched_endpoint_type
+            msg = ("The request was sent to an endpoint of type BROKER, but we wanted an "
+                   "endpoint of type CONTROLLER")
+        else:
+            code = ErrorCode.unsupported_endpoint_type
+            msg = f"Unsupported endpoint type {endpoint}"
+        return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request if v == 0
+                    else code, error_message=msg, endpoint_type=BROKERS, cluster_id="",
+                    controller_id=-1, brokers=(), cluster_authorized_operations=NO_OPS)
+    broker = make(mod.DescribeClusterBroker, broker_id=b.node_id, host=b.host, port=b.port,
+                  rack=None, is_fenced=False)
+    ops = CLUSTER_OPS if req.include_cluster_authorized_operations else NO_OPS
+    return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
+                endpoint_type=BROKERS, cluster_id=b.logs.cluster_id, controller_id=b.node_id,
+                brokers=(broker,), cluster_authorized_operations=ops)

@@ -1,0 +1,78 @@
+# DescribeConfigs (key 32), v1-4 (Kafka 4.0 dropped v0).
+#
+# TOPIC resources answer every topic config (Kafka 4.0's set) with its effective value,
+# source and synonyms (see _configs.py for how sources are resolved); an unknown topic is
+# UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. BROKER resources named
+# by this node's id answer every broker property (STATIC_BROKER_CONFIG when set at startup,
+# DEFAULT_CONFIG otherwise; read_only as Kafka marks dynamic configs); the empty name means
+# the cluster-wide dynamic defaults, which kafkalite never has, so it answers no configs;
+# another id is INVALID_REQUEST (ConfigHelper.describeConfigs). BROKER_LOGGER lists Python's
+# loggers with log4j level names. Synonyms only with include_synonyms; config_type (v3+)
+# always; documentation (v3+) only with include_documentation, null where kafkalite has none.
+# Gaps: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST.
+from __future__ import annotations
+
+from ...log.manager import validate_topic_name
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+from ._configs import (BROKER, BROKER_LOGGER, RESOURCE_NAMES, TOPIC, Entry, broker_entries,
+                       logger_entries, node_id_of, select, topic_entries)
+
+
+def _entries(broker, rtype: int, name: str) -> list[Entry]:
+    if rtype == TOPIC:
+        validate_topic_name(name)
+        topic = broker.logs.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
+        return topic_entries(broker.logs, topic.configs)
+    if rtype == BROKER:
+        if not name:
+            return []
+        if node_id_of(name) != broker.node_id:
+            raise KafkaError(ErrorCode.invalid_request,
+                             f"Unexpected broker id, expected {broker.node_id} or empty "
+                             f"string, but received {name}")
+        return broker_entries(broker.config)
+    if rtype == BROKER_LOGGER:
+        if not name:
+            raise KafkaError(ErrorCode.invalid_request, "Broker id must not be empty")
+        if node_id_of(name) != broker.node_id:
+            raise KafkaError(ErrorCode.invalid_request,
+                             f"Unexpected broker id, expected {broker.node_id} but received "
+                             f"{name}")
+        return logger_entries()
+    raise KafkaError(ErrorCode.invalid_request,
+                     f"Unsupported resource type: {RESOURCE_NAMES.get(rtype, rtype)}")
+
+
+def _config(mod, e: Entry, synonyms: bool, docs: bool):
+    syns = tuple(mod.DescribeConfigsSynonym(name=n, value=v, source=s)
+                 for n, v, s in e.synonyms) if synonyms else ()
+    return make(mod.DescribeConfigsResourceResult, name=e.name, value=e.value,
+                read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive,
+                synonyms=syns, config_type=e.type_id, documentation=e.doc if docs else None)
+
+
+@api(32, "DescribeConfigs", (1, 4))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(32, v)
+    synonyms = bool(req.include_synonyms)
+    docs = bool(getattr(req, "include_documentation", False))
+    results = []
+    for r in req.resources:
+        try:
+            entries = select(_entries(ctx.broker, r.resource_type, r.resource_name),
+                             r.configuration_keys)
+            code, message = ErrorCode.none, None
+        except KafkaError as e:
+            entries, code, message = [], e.code, e.message
+        results.append(mod.DescribeConfigsResult(
+            error_code=code, error_message=message, resource_type=r.resource_type,
+            resource_name=r.resource_name,
+            configs=tuple(_config(mod, e, synonyms, docs)
+                          for e in sorted(entries, key=lambda e: e.name))))
+    return make(response_class(32, v), throttle_time=ZERO, results=tuple(results))

@@ -1,0 +1,63 @@
+# DescribeProducers (key 61), v0 (KIP-664).
+#
+# Lists the idempotent producers each partition remembers (its producer state: id, epoch,
+# last sequence). last_timestamp is the max timestamp of the producer's last batch, read from
+# that batch's header on disk, or -1 when retention has removed it. There are no transactions,
+# so coordinator_epoch and current_txn_start_offset are -1. As Kafka's KafkaApis: an illegal
+# topic name is INVALID_TOPIC_EXCEPTION and an unknown topic or partition
+# UNKNOWN_TOPIC_OR_PARTITION, for each partition asked.
+from __future__ import annotations
+
+from ...log.manager import validate_topic_name
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+NO_TOPIC = "This server does not host this topic-partition."
+
+
+def _last_timestamp(p, pid: int, base_offset: int) -> int:
+    for h in p.iter_batch_headers(base_offset):
+        if h.base_offset == base_offset and h.producer_id == pid:
+            return h.max_timestamp
+        break
+    return -1
+
+
+def _producers(mod, broker, p) -> tuple:
+    state = broker.producer_state(p)
+    out = []
+    for pid, entry in sorted(state.producers.items()):
+        last_base = entry.batches[-1][2] if entry.batches else -1
+        ts = _last_timestamp(p, pid, last_base) if last_base >= p.log_start_offset else -1
+        out.append(mod.ProducerState(producer_id=pid, producer_epoch=entry.epoch,
+                                     last_sequence=entry.last_seq, last_timestamp=ts,
+                                     coordinator_epoch=-1, current_txn_start_offset=-1))
+    return tuple(out)
+
+
+@api(61, "DescribeProducers", (0, 0))
+async def handle(ctx, req):
+    b = ctx.broker
+    mod = response_module(61, ctx.api_version)
+    topics = []
+    for t in req.topics:
+        topic_error = None
+        try:
+            validate_topic_name(t.name)
+            if b.logs.get(t.name) is None:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC)
+        except KafkaError as e:
+            topic_error = e
+        parts = []
+        for idx in t.partition_indexes:
+            p = None if topic_error else b.logs.partition(t.name, idx)
+            err = topic_error or (None if p is not None else
+                                  KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC))
+            parts.append(mod.PartitionResponse(
+                partition_index=idx, error_code=err.code if err else ErrorCode.none,
+                error_message=err.message if err else None,
+                active_producers=_producers(mod, b, p) if p is not None else ()))
+        topics.append(mod.TopicResponse(name=t.name, partitions=tuple(parts)))
+    return make(response_class(61, ctx.api_version), throttle_time=ZERO, topics=tuple(topics))

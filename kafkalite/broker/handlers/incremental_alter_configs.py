@@ -1,0 +1,118 @@
+# IncrementalAlterConfigs (key 44), v0-1.
+#
+# TOPIC resources: each config carries an operation, SET (0), DELETE (1, revert to the
+# default), APPEND (2) or SUBTRACT (3). APPEND/SUBTRACT work on list-typed configs only
+# (INVALID_CONFIG "Can't APPEND to key ... because its type is not LIST." otherwise), and
+# start from the topic's override or else the topic default, as Kafka's
+# ConfigurationControlManager does. The resulting override set is validated as a whole
+# (INVALID_CONFIG), then stored and applied to the live partitions unless validate_only; an
+# unknown topic is UNKNOWN_TOPIC_OR_PARTITION. BROKER resources are refused with
+# INVALID_REQUEST as a non-dynamic config is in Kafka (kafkalite reads broker configs only at
+# startup). BROKER_LOGGER resources set (SET) or reset (DELETE) a Python logger's level using
+# log4j level names, validated as Kafka's RuntimeLoggerManager does; they are never persisted.
+# Gaps: GROUP and CLIENT_METRICS resources are INVALID_REQUEST.
+from __future__ import annotations
+
+import logging
+
+from ...config import TOPIC_PROP_MAP, format_value
+from ...wire.errors import ErrorCode, KafkaError
+from ..registry import api
+from ._configs import (BROKER, BROKER_LOGGER, LOG_LEVELS, ROOT_LOGGER, TOPIC,
+                       alter_response, apply_topic_configs, check_alter_resource,
+                       check_broker_change, loggers, node_id_of)
+
+log = logging.getLogger("kafkalite.broker")
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def _list_op(op: int, name: str, current: str | None, value: str) -> str:
+    prop = TOPIC_PROP_MAP.get(name)
+    if prop is None or prop.type != "list":
+        raise KafkaError(ErrorCode.invalid_config,
+                         f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+    base = current if current is not None else format_value(prop.default) or ""
+    parts = [p for p in base.split(",") if p]
+    for item in value.split(","):
+        if op == APPEND and item not in parts:
+            parts.append(item)
+        elif op == SUBTRACT and item in parts:
+            parts.remove(item)
+    return ",".join(parts)
+
+
+def _topic_configs(current: dict[str, str], ops) -> dict[str, str | None]:
+    new: dict[str, str | None] = dict(current)
+    for c in ops:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            new[c.name] = _list_op(op, c.name, current.get(c.name), c.value)
+        else:
+            raise KafkaError(ErrorCode.invalid_request, f"Unknown operations type {op}")
+    return new
+
+
+def _loggers(broker, name: str, ops, validate_only: bool) -> None:
+    if node_id_of(name, "Node id") != broker.node_id:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Unexpected node id. Expected {broker.node_id}, but received {name}")
+    known = loggers()
+    for c in ops:
+        op = c.config_operation
+        if op in (SET, DELETE) and c.name not in known:
+            raise KafkaError(ErrorCode.invalid_config, f"Logger {c.name} does not exist!")
+        if op == SET and c.value not in LOG_LEVELS:
+            raise KafkaError(ErrorCode.invalid_config,
+                             f"Cannot set the log level of {c.name} to {c.value} as it is not "
+                             "a supported log level. Valid log levels are "
+                             + ", ".join(sorted(LOG_LEVELS)))
+        if op == DELETE and c.name == ROOT_LOGGER:
+            raise KafkaError(ErrorCode.invalid_request,
+                             f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+        if op in (APPEND, SUBTRACT):
+            raise KafkaError(ErrorCode.invalid_request,
+                             f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER "
+                             "resource")
+        if op not in OP_NAMES:
+            raise KafkaError(ErrorCode.invalid_request,
+                             f"Unknown operation type {op} is not allowed for the "
+                             "BROKER_LOGGER resource")
+    if validate_only:
+        return
+    for c in ops:
+        known[c.name].setLevel(LOG_LEVELS[c.value] if c.config_operation == SET
+                               else logging.NOTSET)
+        log.warning("Log level of %s set to %s", c.name,
+                    c.value if c.config_operation == SET else "its parent's")
+
+
+def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
+    check_alter_resource(r, duplicated, [c.name for c in r.configs
+                                         if c.value is None and c.config_operation != DELETE])
+    if r.resource_type == TOPIC:
+        topic = broker.logs.get(r.resource_name)
+        current = dict(topic.configs) if topic is not None else {}
+        apply_topic_configs(broker, r.resource_name, _topic_configs(current, r.configs),
+                            validate_only)
+    elif r.resource_type == BROKER:
+        for c in r.configs:
+            if c.config_operation not in OP_NAMES:
+                raise KafkaError(ErrorCode.invalid_request,
+                                 f"Unknown operations type {c.config_operation}")
+        check_broker_change(broker, r.resource_name, [c.name for c in r.configs])
+    elif r.resource_type == BROKER_LOGGER:
+        _loggers(broker, r.resource_name, r.configs, validate_only)
+    else:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Unknown resource type {r.resource_type}")
+
+
+@api(44, "IncrementalAlterConfigs", (0, 1))
+async def handle(ctx, req):
+    return alter_response(ctx, req, _alter)

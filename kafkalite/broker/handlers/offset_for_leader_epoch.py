@@ -1,0 +1,56 @@
+# OffsetForLeaderEpoch (key 23), v2-4 (Kafka 4.0 dropped v0-1).
+#
+# Consumers (KIP-320) and followers ask where a leader epoch ends. kafkalite's only leader
+# epoch is 0, starting at the log start offset, so its epoch cache is the single entry
+# (0, log start), and the answer follows Kafka's LeaderEpochFileCache.endOffsetFor: epoch 0 ends
+# at the log end offset; a requested epoch above 0 is unknown, answered with epoch and offset
+# -1 (UNDEFINED) and no error; -1 gives -1/-1 too; an epoch below -1 (before the first entry)
+# answers that epoch ending at the log start offset. current_leader_epoch, when not -1, is
+# checked as Fetch does: above 0 UNKNOWN_LEADER_EPOCH, below 0 FENCED_LEADER_EPOCH. An
+# unknown partition is UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) changes nothing here.
+from __future__ import annotations
+
+from ...log.partition import LEADER_EPOCH
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+from .fetch import check_leader_epoch
+
+UNDEFINED = -1
+
+
+def end_offset(p, current_epoch: int, epoch: int) -> tuple[int, int]:
+    """(leader epoch, end offset) for one partition."""
+    if p is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition)
+    if current_epoch < UNDEFINED:
+        raise KafkaError(ErrorCode.fenced_leader_epoch,
+                         f"leader epoch {current_epoch} is older than this broker's 0")
+    check_leader_epoch(current_epoch)
+    if epoch == LEADER_EPOCH:
+        return LEADER_EPOCH, p.log_end_offset
+    if epoch < UNDEFINED:
+        return epoch, p.log_start_offset
+    return UNDEFINED, UNDEFINED
+
+
+@api(23, "OffsetForLeaderEpoch", (2, 4))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(23, v)
+    logs = ctx.broker.logs
+    topics = []
+    for t in req.topics:
+        parts = []
+        for rp in t.partitions:
+            try:
+                epoch, offset = end_offset(logs.partition(t.topic, rp.partition),
+                                           rp.current_leader_epoch, rp.leader_epoch)
+                code = ErrorCode.none
+            except KafkaError as e:
+                epoch, offset, code = UNDEFINED, UNDEFINED, e.code
+            parts.append(mod.EpochEndOffset(error_code=code, partition=rp.partition,
+                                            leader_epoch=epoch, end_offset=offset))
+        topics.append(mod.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
+    return make(response_class(23, v), throttle_time=ZERO, topics=tuple(topics))
