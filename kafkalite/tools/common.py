@@ -47,13 +47,14 @@ def check_code(code: int, message: str | None = None) -> None:
         raise kafka_error(code, message)
 
 
-def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts"
-               ) -> None:
+def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts",
+               timeout_default: int = 10000) -> None:
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                         help=f"broker(s) to connect to, comma-separated "
                              f"(default {DEFAULT_BOOTSTRAP})")
-    parser.add_argument("--timeout", type=positive_int, default=10000, metavar="MS",
-                        help="connect and request timeout in milliseconds (default 10000)")
+    parser.add_argument("--timeout", type=positive_int, default=timeout_default, metavar="MS",
+                        help=f"connect and request timeout in milliseconds "
+                             f"(default {timeout_default})")
     parser.add_argument("--json", action="store_true", help=json_help)
 
 

@@ -1,1 +1,197 @@
-def register(sub): pass
+# `kafkalite dump-log PATH...`: kafka-dump-log.sh for kafkalite's (and Kafka's) segment
+# files. A .log file is walked batch by batch: each batch line carries the header fields and
+# whether its CRC32C holds; each record line its offset, timestamp, key, value and headers
+# (values cut at --max-value-chars and escaped so one record stays one line). Control
+# batches show their transaction marker. .index and .timeindex files list their entries.
+#
+# Reading stops at the first batch that does not fit the file (a torn tail, which the
+# broker's recovery truncates) and reports the bytes left over, as Kafka does. A bad CRC
+# does not stop the walk: the batch is reported with crcValid false and decoded if it can be.
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import struct
+from typing import Iterator
+
+from ..wire.record_iter import iter_records
+from ..wire.records import (COMPRESSION_NAMES, CONTROL_BIT, LOG_OVERHEAD, MIN_BATCH_LENGTH,
+                            TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, crc_ok, parse_header,
+                            read_offset_and_length)
+from .common import CliError, non_negative_int
+from .output import emit_json, printable
+
+_MAGIC_AT = 16
+_CONTROL = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+_MARKERS = {0: "ABORT", 1: "COMMIT"}
+_OFFSET_ENTRY = struct.Struct(">II")
+_TIME_ENTRY = struct.Struct(">qI")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("dump-log", help="print the batches and records of segment files")
+    s.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a segment .log file (or its .index / .timeindex)")
+    s.add_argument("--batches-only", action="store_true", help="do not print records")
+    s.add_argument("--max-value-chars", type=non_negative_int, default=200, metavar="N",
+                   help="cut keys, values and header values after N characters "
+                        "(default 200; 0 = never)")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object per batch (records included) or index entry")
+    s.set_defaults(func=_dump)
+
+
+def _base_offset(path: str) -> int:
+    stem = os.path.basename(path).split(".")[0]
+    return int(stem) if stem.isdigit() else 0
+
+
+def _record(r, h, limit: int | None, control: bool) -> dict:
+    seq = -1 if h.base_sequence < 0 else (h.base_sequence + r.offset - h.base_offset) % 2**31
+    out = {"offset": r.offset, "timestamp": r.timestamp, "sequence": seq,
+           "key_size": -1 if r.key is None else len(r.key),
+           "value_size": -1 if r.value is None else len(r.value),
+           "key": printable(r.key, limit) if r.key is not None else None,
+           "value": printable(r.value, limit) if r.value is not None else None,
+           "headers": [{"key": k, "value": printable(v, limit) if v is not None else None}
+                       for k, v in r.headers]}
+    if control and r.key is not None and len(r.key) >= _CONTROL.size:
+        _version, kind = _CONTROL.unpack_from(r.key)
+        out["control"] = {"marker": _MARKERS.get(kind, f"UNKNOWN({kind})")}
+        if kind in _MARKERS and r.value is not None and len(r.value) >= _MARKER_VALUE.size:
+            out["control"]["coordinator_epoch"] = _MARKER_VALUE.unpack_from(r.value)[1]
+    return out
+
+
+def _batches(buf, limit: int | None, with_records: bool) -> Iterator[dict]:
+    pos, end = 0, len(buf)
+    while pos < end:
+        if end - pos < _MAGIC_AT + 1:
+            yield {"invalid_bytes": end - pos, "position": pos}
+            return
+        base, size = read_offset_and_length(buf, pos)
+        magic = buf[pos + _MAGIC_AT]
+        if size - LOG_OVERHEAD < (MIN_BATCH_LENGTH if magic == 2 else 0) or pos + size > end:
+            yield {"invalid_bytes": end - pos, "position": pos}
+            return
+        if magic != 2:
+            yield {"position": pos, "base_offset": base, "size": size, "magic": magic,
+                   "error": f"message format v{magic} is not decoded"}
+            pos += size
+            continue
+        h = parse_header(buf, pos)
+        batch = {
+            "position": pos, "base_offset": h.base_offset, "last_offset": h.last_offset,
+            "count": h.records_count, "base_sequence": h.base_sequence,
+            "last_sequence": -1 if h.base_sequence < 0
+            else (h.base_sequence + h.last_offset_delta) % 2**31,
+            "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
+            "partition_leader_epoch": h.partition_leader_epoch,
+            "is_transactional": bool(h.attributes & TRANSACTIONAL_BIT),
+            "is_control": bool(h.attributes & CONTROL_BIT),
+            "timestamp_type": "LogAppendTime" if h.attributes & TIMESTAMP_TYPE_BIT
+            else "CreateTime",
+            "max_timestamp": h.max_timestamp, "size": size, "magic": 2,
+            "compression": COMPRESSION_NAMES.get(h.compression, f"unknown({h.compression})"),
+            "crc": h.crc, "crc_valid": crc_ok(buf, pos, size)}
+        if with_records:
+            try:
+                batch["records"] = [_record(r, h, limit, batch["is_control"])
+                                    for r in iter_records(bytes(buf[pos:pos + size]))]
+            except (ValueError, IndexError, OSError) as e:
+                batch["error"] = f"cannot decode records: {e}"
+        yield batch
+        pos += size
+
+
+def _index_entries(buf, base: int, timeindex: bool) -> Iterator[dict]:
+    entry = _TIME_ENTRY if timeindex else _OFFSET_ENTRY
+    for i in range(len(buf) // entry.size):
+        a, b = entry.unpack_from(buf, i * entry.size)
+        # Kafka preallocates index files: zero entries past the first are unused space.
+        if i and a == 0 and b == 0:
+            break
+        yield ({"timestamp": a, "offset": base + b} if timeindex
+               else {"offset": base + a, "position": b})
+
+
+def _text_batch(b: dict) -> list[str]:
+    if "invalid_bytes" in b:
+        return [f"Found {b['invalid_bytes']} invalid bytes at position {b['position']} "
+                f"(a truncated or corrupt batch)"]
+    if b["magic"] != 2:
+        return [f"baseOffset: {b['base_offset']} position: {b['position']} "
+                f"size: {b['size']} magic: {b['magic']} ({b['error']})"]
+    lines = [
+        f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['count']} "
+        f"baseSequence: {b['base_sequence']} lastSequence: {b['last_sequence']} "
+        f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
+        f"partitionLeaderEpoch: {b['partition_leader_epoch']} "
+        f"isTransactional: {str(b['is_transactional']).lower()} "
+        f"isControl: {str(b['is_control']).lower()} position: {b['position']} "
+        f"{b['timestamp_type']}: {b['max_timestamp']} size: {b['size']} magic: 2 "
+        f"compresscodec: {b['compression']} crcValid: {str(b['crc_valid']).lower()}"]
+    for r in b.get("records", ()):
+        line = (f"| offset: {r['offset']} {b['timestamp_type']}: {r['timestamp']} "
+                f"keySize: {r['key_size']} valueSize: {r['value_size']} "
+                f"sequence: {r['sequence']} "
+                f"headerKeys: [{', '.join(h['key'] for h in r['headers'])}]")
+        if "control" in r:
+            c = r["control"]
+            line += f" endTxnMarker: {c['marker']}"
+            if "coordinator_epoch" in c:
+                line += f" coordinatorEpoch: {c['coordinator_epoch']}"
+        else:
+            if r["headers"]:
+                line += " headers: " + ",".join(f"{h['key']}={_shown(h['value'])}"
+                                                for h in r["headers"])
+            line += f" key: {_shown(r['key'])} payload: {_shown(r['value'])}"
+        lines.append(line)
+    if "error" in b:
+        lines.append(f"| {b['error']}")
+    return lines
+
+
+def _shown(value: str | None) -> str:
+    return "null" if value is None else value
+
+
+def _dump_one(path: str, args: argparse.Namespace) -> None:
+    limit = args.max_value_chars or None
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        base = _base_offset(path)
+        kind = os.path.splitext(path)[1]
+        if kind in (".index", ".timeindex"):
+            items = _index_entries(buf, base, kind == ".timeindex")
+        else:
+            items = _batches(buf, limit, not args.batches_only)
+        if not args.json:
+            print(f"Dumping {path}")
+            if kind not in (".index", ".timeindex"):
+                print(f"Log starting offset: {base}")
+        for item in items:
+            if args.json:
+                emit_json({"file": path, **item}, lines=True)
+            elif kind == ".index":
+                print(f"offset: {item['offset']} position: {item['position']}")
+            elif kind == ".timeindex":
+                print(f"timestamp: {item['timestamp']} offset: {item['offset']}")
+            else:
+                print("\n".join(_text_batch(item)))
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _dump(args: argparse.Namespace) -> int:
+    for path in args.paths:
+        _dump_one(path, args)
+    return 0
