@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..config import BrokerConfig
+from ..coordinator.groups_coordinator import GroupCoordinator
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
@@ -61,6 +62,11 @@ class Broker:
         self.pids = ProducerIdAllocator(os.path.join(state_dir, "producer-ids"))
         for p in self.logs.all_partitions():
             self._load_producer_state(p)
+        groups = GroupCoordinator(self.config, self.logs, self.create_topic,
+                                  self.notifier.notify, lambda: self.closing)
+        self.topic_deleted_listeners.append(groups.on_topic_deleted)
+        self.extensions["groups"] = groups  # closed with the other extensions in close()
+        groups.open()
 
     def close(self, clean: bool = True) -> None:
         self.closing = True

@@ -1,0 +1,41 @@
+# OffsetDelete (key 47), v0.
+#
+# Deletes committed offsets of a group (KIP-496). An Empty group may lose any of them; a
+# consumer group with members only those of topics none of its members subscribes to
+# (GROUP_SUBSCRIBED_TO_TOPIC otherwise); other non-empty groups get NON_EMPTY_GROUP, unknown
+# ones GROUP_ID_NOT_FOUND. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION, as
+# Kafka's KafkaApis.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+
+@api(47, "OffsetDelete", (0, 0))
+async def handle(ctx, req):
+    b = ctx.broker
+    mod = response_module(47, ctx.api_version)
+    order, valid, errors = [], [], {}
+    for t in req.topics:
+        topic = b.logs.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            order.append(tp)
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                valid.append(tp)
+    err, results = b.extensions["groups"].delete_offsets(req.group_id, valid)
+    cls = response_class(47, ctx.api_version)
+    if err != ErrorCode.none:
+        return make(cls, error_code=err, throttle_time=ZERO, topics=())
+    errors.update(results)
+    by_topic: dict[str, list] = {}
+    for name, idx in order:
+        by_topic.setdefault(name, []).append(mod.OffsetDeleteResponsePartition(
+            partition_index=idx, error_code=errors.get((name, idx), ErrorCode.none)))
+    return make(cls, error_code=err, throttle_time=ZERO,
+                topics=tuple(mod.OffsetDeleteResponseTopic(name=n, partitions=tuple(ps))
+                             for n, ps in by_topic.items()))

@@ -1,0 +1,62 @@
+# OffsetFetch (key 9), v1-9.
+#
+# Returns committed offsets, whatever the group's state (groups may use Kafka only to store
+# offsets). A partition without a committed offset answers offset -1, leader epoch -1,
+# metadata "" and no error; a null topic list (v2+) means every partition the group has.
+# Metadata comes back byte for byte as committed. Version notes: v1 has no top-level error,
+# so a group-level error (e.g. COORDINATOR_LOAD_IN_PROGRESS) is put on every partition; v2+
+# answer it at the top (v8+: per group); v5+ add the committed leader epoch; v7+ carry
+# require_stable, which never waits here: without transactions no commit is ever pending;
+# v8+ fetch several groups per request; v9's member id/epoch (new consumer protocol) are
+# ignored for classic groups.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+
+def _wanted(topics) -> list[tuple[str, int]] | None:
+    if topics is None:
+        return None
+    return [(t.name, i) for t in topics for i in t.partition_indexes]
+
+
+def _topics(mod, topic_cls: str, part_cls: str, entries, error: ErrorCode | None = None):
+    by_topic: dict[str, list] = {}
+    for (name, idx), o in entries:
+        by_topic.setdefault(name, []).append(make(
+            getattr(mod, part_cls), partition_index=idx,
+            committed_offset=o.offset if o else -1,
+            committed_leader_epoch=o.leader_epoch if o else -1,
+            metadata=o.metadata if o else "",
+            error_code=error if error is not None else ErrorCode.none))
+    return tuple(getattr(mod, topic_cls)(name=n, partitions=tuple(ps))
+                 for n, ps in by_topic.items())
+
+
+@api(9, "OffsetFetch", (1, 9))
+async def handle(ctx, req):
+    v = ctx.api_version
+    coord = ctx.broker.extensions["groups"]
+    mod = response_module(9, v)
+    cls = response_class(9, v)
+    if v >= 8:
+        groups = []
+        for g in req.groups:
+            err, entries = coord.fetch_offsets(g.group_id, _wanted(g.topics))
+            groups.append(mod.OffsetFetchResponseGroup(
+                group_id=g.group_id, error_code=err,
+                topics=_topics(mod, "OffsetFetchResponseTopics", "OffsetFetchResponsePartitions",
+                               entries)))
+        return make(cls, throttle_time=ZERO, groups=tuple(groups))
+    wanted = _wanted(req.topics)
+    err, entries = coord.fetch_offsets(req.group_id, wanted)
+    if err != ErrorCode.none and v < 2:
+        topics = _topics(mod, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition",
+                         [(tp, None) for tp in wanted or ()], err)
+    else:
+        topics = _topics(mod, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition",
+                         entries)
+    return make(cls, throttle_time=ZERO, error_code=err, topics=topics)

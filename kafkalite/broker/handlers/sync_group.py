@@ -1,0 +1,31 @@
+# SyncGroup (key 14), v0-5.
+#
+# The leader hands in the assignments; every member's answer waits (on a future) until the
+# leader's arrives, then carries its own assignment. Assignments naming members that are
+# not in the group are ignored and members without one get an empty assignment, as Kafka
+# does. Version notes: v3+ carries group.instance.id; v5+ requires protocol type and name
+# (missing: INCONSISTENT_GROUP_PROTOCOL, as Kafka) and answers them.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
+from ..build import ZERO, make
+from ..registry import api
+
+
+@api(14, "SyncGroup", (0, 5))
+async def handle(ctx, req):
+    v = ctx.api_version
+    cls = response_class(14, v)
+    ptype = getattr(req, "protocol_type", None)
+    pname = getattr(req, "protocol_name", None)
+    if v >= 5 and (ptype is None or pname is None):
+        return make(cls, throttle_time=ZERO, error_code=ErrorCode.inconsistent_group_protocol,
+                    protocol_type=None, protocol_name=None, assignment=b"")
+    assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+    result = await ctx.broker.extensions["groups"].sync_group(
+        req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None),
+        ptype, pname, assignments)
+    return make(cls, throttle_time=ZERO, error_code=result.error,
+                protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                assignment=result.assignment)

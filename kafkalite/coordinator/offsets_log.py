@@ -1,0 +1,161 @@
+# Persistence of group state in the internal, compacted topic __consumer_offsets, as Kafka
+# keeps it: a group lives in partition abs(javaHashCode(group id)) % partitions; every commit,
+# group change and deletion is a v2 batch appended to that partition (offsets_records.py has
+# the record schemas); at start every partition is replayed from its log start offset.
+#
+# The topic is created on first use (FindCoordinator or a write), like Kafka, with
+# offsets.topic.num.partitions partitions (default 50, as Kafka: the count is fixed once the
+# topic exists, and matching Kafka keeps partitionFor identical), cleanup.policy=compact and
+# Kafka's offsets.topic.segment.bytes (100 MiB).
+#
+# Compaction: Kafka's log cleaner rewrites old segments keeping each key's latest record.
+# Here, when a partition has accumulated far more records than it has live keys, the live
+# state of its groups is appended again as a snapshot and the log start offset is moved to
+# the snapshot (DeleteRecords semantics): replay then starts there, superseded records and
+# tombstones are no longer read, and whole segments below it are deleted from disk as the
+# log rolls. So both replay time and disk use stay proportional to the live state.
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterator
+
+from ..wire.batch_builder import build_batch
+from ..wire.record_iter import iter_records
+from ..wire.records import LOG_OVERHEAD, parse_header, read_offset_and_length
+
+log = logging.getLogger("kafkalite.coordinator")
+
+TOPIC = "__consumer_offsets"
+SEGMENT_BYTES = 104857600  # Kafka's offsets.topic.segment.bytes default
+READ_CHUNK = 1 << 20
+MIN_RECORDS_BEFORE_COMPACTION = 1000
+Record = tuple[bytes, bytes | None]
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, 32-bit wrap-around)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class OffsetsLog:
+    def __init__(self, logs: Any, create_topic: Callable[..., Any], num_partitions: int,
+                 on_append: Callable[[str, int], None] | None = None):
+        self.logs = logs  # the LogManager: .get(name) -> Topic | None
+        self.create_topic = create_topic
+        self.configured_partitions = num_partitions
+        self.on_append = on_append
+        self.appended: dict[int, int] = {}  # records written or replayed since the snapshot
+
+    # --- topic ----------------------------------------------------------------------------
+
+    def topic(self) -> Any:
+        return self.logs.get(TOPIC)
+
+    @property
+    def num_partitions(self) -> int:
+        t = self.topic()
+        return len(t.partitions) if t is not None else self.configured_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def ensure_topic(self) -> Any:
+        t = self.topic()
+        if t is None:
+            t = self.create_topic(TOPIC, self.configured_partitions,
+                                  {"cleanup.policy": "compact",
+                                   "segment.bytes": str(SEGMENT_BYTES)}, internal=True)
+        return t
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def append(self, group_id: str, records: list[Record], now_ms: int) -> None:
+        """Append `records` as one batch to the group's partition. Raises StorageError, or
+        ValueError when the batch exceeds the topic's max.message.bytes."""
+        if not records:
+            return
+        self.append_to(self.partition_for(group_id), records, now_ms)
+
+    def append_to(self, partition: int, records: list[Record], now_ms: int) -> None:
+        p = self.ensure_topic().partitions[partition]
+        batch = build_batch(records, now_ms)
+        if len(batch) > p.config.max_message_bytes:
+            raise ValueError(f"{len(batch)} bytes exceed max.message.bytes "
+                             f"{p.config.max_message_bytes} of {TOPIC}")
+        p.append(batch, parse_header(batch), now_ms)
+        self.appended[partition] = self.appended.get(partition, 0) + len(records)
+        if self.on_append is not None:
+            self.on_append(TOPIC, partition)
+
+    # --- replay ---------------------------------------------------------------------------
+
+    def replay(self, partition: int) -> Iterator[Record | None]:
+        """Every record of a partition from its log start offset, in order. Yields None
+        between chunks so that a caller can give other work a turn."""
+        t = self.topic()
+        if t is None:
+            return
+        p = t.partitions[partition]
+        offset = p.log_start_offset
+        count = 0
+        while offset < p.log_end_offset:
+            data = p.read(offset, READ_CHUNK)
+            pos = 0
+            advanced = False
+            while pos + LOG_OVERHEAD <= len(data):
+                _, size = read_offset_and_length(data, pos)
+                if pos + size > len(data):
+                    break  # a batch cut short at the end of the chunk
+                h = parse_header(data, pos)
+                batch = bytes(data[pos:pos + size])
+                pos += size
+                offset = h.last_offset + 1
+                advanced = True
+                if h.attributes & 0x20:
+                    continue  # control batches (transaction markers) carry no group state
+                try:
+                    records = list(iter_records(batch))
+                except (ValueError, IndexError) as e:
+                    log.warning("Skipping an undecodable batch at offset %d of %s-%d: %s",
+                                h.base_offset, TOPIC, partition, e)
+                    continue
+                for r in records:
+                    if r.offset >= p.log_start_offset and r.key is not None:
+                        count += 1
+                        yield r.key, r.value
+            if not advanced:
+                log.error("%s-%d: no whole batch at offset %d; stopping its replay",
+                          TOPIC, partition, offset)
+                break
+            yield None
+        self.appended[partition] = count
+
+    # --- compaction -----------------------------------------------------------------------
+
+    def needs_compaction(self, partition: int, live: int) -> bool:
+        written = self.appended.get(partition, 0)
+        return written >= MIN_RECORDS_BEFORE_COMPACTION and written > 2 * live + 100
+
+    def compact(self, partition: int, live: list[Record], now_ms: int,
+                batch_records: int = 500) -> None:
+        """Re-append the live records, then start the log at them."""
+        t = self.topic()
+        if t is None:
+            return
+        p = t.partitions[partition]
+        start = p.log_end_offset
+        for i in range(0, len(live), batch_records):
+            self.append_to(partition, live[i:i + batch_records], now_ms)
+        p.delete_records(start)
+        self.appended[partition] = len(live)
+        log.info("Compacted %s-%d: log now starts at %d with %d live records", TOPIC,
+                 partition, start, len(live))
