@@ -128,11 +128,11 @@ def _check(broker, t) -> tuple[int, dict[str, str]]:
 def _success(mod, broker, name: str, partitions: int, configs: dict[str, str],
              topic_id: uuid.UUID):
     logs = broker.logs
-    entries = tuple(
-        make(mod.CreatableTopicConfigs, name=p.name,
-             value=format_value(topic_value(logs, configs, p.name)), read_only=False,
-             config_source=creation_source(broker.config, configs, p.name),
-             is_sensitive=False)
+    entries = () if not hasattr(mod, "CreatableTopicConfigs") else tuple(  # v5+
+        mod.CreatableTopicConfigs(
+            name=p.name, value=format_value(topic_value(logs, configs, p.name)),
+            read_only=False, config_source=creation_source(broker.config, configs, p.name),
+            is_sensitive=False)
         for p in sorted(TOPIC_PROPS, key=lambda p: p.name))
     return make(mod.CreatableTopicResult, name=name, topic_id=topic_id,
                 error_code=ErrorCode.none, error_message=None, topic_config_error_code=0,
