@@ -132,23 +132,25 @@ class Target:
                            "topics": [{"name": n} for n in names], "timeout_ms": 15000})
 
 
-def _start_target() -> tuple[str, bool, Any]:
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    if bootstrap:
-        return bootstrap, False, None
+def _spawn(settings: dict[str, str]) -> Any:
     from kafkalite.testing import BrokerProcess
-    broker = BrokerProcess(settings=SPAWN_SETTINGS).start()
-    return broker.bootstrap, True, broker
+    return BrokerProcess(settings={**SPAWN_SETTINGS, **settings}).start()
+
+
+def _connect(bootstrap: str, spawned: bool) -> Target:
+    t = Target(bootstrap=bootstrap, spawned=spawned, versions=wire.api_versions(bootstrap))
+    meta = t.metadata([])
+    t.node_ids = sorted(b.node_id for b in meta.brokers)
+    assert t.node_ids, f"metadata lists no brokers: {meta}"
+    return t
 
 
 @pytest.fixture(scope="session")
 def target() -> Iterator[Target]:
-    bootstrap, spawned, broker = _start_target()
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
+    broker = None if bootstrap else _spawn({})
     try:
-        t = Target(bootstrap=bootstrap, spawned=spawned, versions=wire.api_versions(bootstrap))
-        meta = t.metadata([])
-        t.node_ids = sorted(b.node_id for b in meta.brokers)
-        assert t.node_ids, f"metadata lists no brokers: {meta}"
+        t = _connect(bootstrap or broker.bootstrap, spawned=broker is not None)
         yield t
         try:
             t.delete_topics(t.created_topics)
@@ -156,6 +158,33 @@ def target() -> Iterator[Target]:
             pass
     finally:
         if broker is not None:
+            broker.cleanup()
+
+
+@pytest.fixture(scope="session")
+def target_with(target: Target):
+    """Factory: target_with({"auto.create.topics.enable": "false"}) -> a Target whose broker
+    has those settings: the session's target when it already has them, else (only when the
+    session spawned kafkalite) a further kafkalite spawned with them; otherwise skip."""
+    spawned: dict[tuple, tuple[Any, Target]] = {}
+
+    def get(settings: dict[str, str]) -> Target:
+        differ = {k: target.broker_config(k) for k, v in settings.items()
+                  if target.broker_config(k) != v}
+        if not differ:
+            return target
+        if not target.spawned:
+            pytest.skip(f"needs broker settings {settings}; KAFKA_BOOTSTRAP target has {differ}")
+        key = tuple(sorted(settings.items()))
+        if key not in spawned:
+            broker = _spawn(settings)
+            spawned[key] = (broker, _connect(broker.bootstrap, spawned=True))
+        return spawned[key][1]
+
+    try:
+        yield get
+    finally:
+        for broker, _t in spawned.values():
             broker.cleanup()
 
 
