@@ -120,3 +120,46 @@ def is_closed(sock: socket.socket, timeout: float = 10.0) -> bool:
     except socket.timeout:
         return False
     return False
+
+
+def produce_raw(sock: socket.socket, topic: str, partition: int, records: bytes,
+                acks: int = -1, version: int = 9, correlation_id: int = 1) -> Any:
+    """One Produce request; returns the partition response (None for acks=0)."""
+    from kafka.protocol.producer import ProduceRequest
+    Req = ProduceRequest[version]
+    T = Req.TopicProduceData
+    req = Req(transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[
+        T(name=topic, partition_data=[T.PartitionProduceData(index=partition,
+                                                             records=records)])])
+    if acks == 0:
+        sock.sendall(request_bytes(req, correlation_id))
+        return None
+    return call(sock, req, correlation_id).responses[0].partition_responses[0]
+
+
+def fetch_raw(sock: socket.socket, topic: str, partition: int, offset: int,
+              max_bytes: int = 1 << 20, max_wait_ms: int = 0, version: int = 12,
+              correlation_id: int = 1) -> Any:
+    """One sessionless Fetch of one partition; returns its partition response."""
+    from kafka.protocol.consumer import FetchRequest
+    Req = FetchRequest[version]
+    T = Req.FetchTopic
+    req = Req(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
+              isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
+              rack_id="", topics=[T(topic=topic, partitions=[T.FetchPartition(
+                  partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes,
+                  current_leader_epoch=-1, log_start_offset=-1)])])
+    return call(sock, req, correlation_id).responses[0].partitions[0]
+
+
+def batch_headers(data: bytes) -> list:
+    """Parsed headers (kafkalite.wire.records.BatchHeader) of the whole batches in `data`."""
+    from kafkalite.wire.records import parse_header
+    out, pos = [], 0
+    while pos + 61 <= len(data):
+        h = parse_header(data, pos)
+        if pos + h.size > len(data):
+            break
+        out.append(h)
+        pos += h.size
+    return out
