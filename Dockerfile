@@ -1,0 +1,57 @@
+# kafkalite broker image.
+#
+#   docker build -t kafkalite .
+#   docker run -p 9092:9092 -v kafkalite-data:/var/lib/kafkalite \
+#       -e KAFKALITE_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 kafkalite
+#
+# Configuration: any broker property as KAFKALITE_<NAME_IN_CAPITALS_WITH_UNDERSCORES>
+# (KAFKALITE_LOG_SEGMENT_BYTES=... -> log.segment.bytes), or `serve --set key=value`
+# appended to the run command. Clients outside the container need
+# KAFKALITE_ADVERTISED_LISTENERS set to an address they can reach; unset, the broker
+# advertises localhost:9092, which only works with `-p 9092:9092` on the same machine.
+# Data lives in the volume /var/lib/kafkalite, owned by the non-root user kafkalite
+# (uid/gid 10001: chown a host directory to 10001 before bind-mounting it).
+#
+# BASE_IMAGE must provide `python3` (3.11+) with the venv module. The default is the
+# official slim image; scripts/docker-smoke.sh overrides it with a Debian bookworm image
+# it builds locally, because no container registry is reachable where it runs.
+ARG BASE_IMAGE=python:3.11-slim
+
+# Build stage: a venv with kafkalite and its dependencies (all binary wheels from PyPI,
+# so no compiler is needed). pip and setuptools are removed afterwards: the runtime
+# never installs anything, and the final stage copies only the venv.
+FROM ${BASE_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+COPY pyproject.toml README.md /src/
+COPY kafkalite /src/kafkalite
+RUN python3 -m venv /opt/kafkalite \
+ && /opt/kafkalite/bin/pip install /src \
+ && /opt/kafkalite/bin/pip uninstall -y pip setuptools \
+ && /opt/kafkalite/bin/kafkalite --help >/dev/null
+
+FROM ${BASE_IMAGE}
+# A fixed uid so a bind-mounted host directory can be prepared for it.
+RUN groupadd --system --gid 10001 kafkalite \
+ && useradd --system --uid 10001 --gid kafkalite --no-create-home \
+        --home-dir /var/lib/kafkalite --shell /usr/sbin/nologin kafkalite \
+ && mkdir -p /var/lib/kafkalite \
+ && chown kafkalite:kafkalite /var/lib/kafkalite
+COPY --from=build /opt/kafkalite /opt/kafkalite
+ENV PATH=/opt/kafkalite/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
+    KAFKALITE_LOG_DIRS=/var/lib/kafkalite
+USER kafkalite
+WORKDIR /var/lib/kafkalite
+# Declared after the chown so a new named volume starts out owned by kafkalite.
+VOLUME ["/var/lib/kafkalite"]
+EXPOSE 9092
+# `kafkalite health` reads the same KAFKALITE_* settings as the broker and exits 0 once
+# it answers ApiVersions and Metadata. Docker-format only: OCI images drop HEALTHCHECK.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["kafkalite", "health"]
+# The broker is PID 1 and stops cleanly on SIGTERM (docker stop), closing its segments.
+ENTRYPOINT ["kafkalite"]
+CMD ["serve"]
