@@ -45,6 +45,7 @@ USER_AGENTS = (
     "Chrome/126.0 Mobile Safari/537.36",
 )
 SITE = "https://shop.example.com"
+MAX_ACTIVE_SESSIONS = 30
 
 
 @dataclass
@@ -96,7 +97,14 @@ class ClickstreamGenerator:
         late = rng.random() < self.late_ratio
         if late:
             event_time -= rng.randint(20_000, 240_000)
-        event = self._step(rng.randrange(self.users), event_time)
+        # Most events continue one of the sessions under way, as on a real site where a
+        # visitor clicks several times a minute; the rest start or resume someone else's.
+        active = list(self._sessions)
+        if active and rng.random() < 0.85:
+            user_no = int(rng.choice(active)[1:])
+        else:
+            user_no = rng.randrange(self.users)
+        event = self._step(user_no, event_time)
         key = event["user_id"].encode()
         if rng.random() < self.bad_ratio:
             return Record(key, self._corrupt(event), event_time, None, late)
@@ -124,6 +132,8 @@ class ClickstreamGenerator:
             s = _Session(user_id, self._uuid(), landing, USER_AGENTS[user_no % len(USER_AGENTS)],
                          rng.choice(REFERRERS))
             self._sessions[user_id] = s
+            if len(self._sessions) > MAX_ACTIVE_SESSIONS:  # the oldest visitor has left
+                self._sessions.pop(next(iter(self._sessions)))
             return self._event(s, "view", landing, s.referrer, event_time)
         action, page, query = self._transition(s.page)
         referrer = SITE + s.page

@@ -1,0 +1,157 @@
+# The parts of spark_pipeline that need neither Spark nor a broker: the event generator, the
+# reference model of append-mode watermark semantics, connector planning over a real directory
+# tree laid out like a Maven repository, and the command-line parsing.
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spark_pipeline.connector import (ConnectorError, SparkInstall, m2_missing, plan_connector)
+from spark_pipeline.events import ClickstreamGenerator, expected_page_stats
+from spark_pipeline.generate import parse_args as generate_args
+from spark_pipeline.job import parse_args as job_args, trigger_kwargs
+
+MIN = 60_000
+T0 = 1_704_067_200_000  # 2024-01-01T00:00:00Z, a window boundary
+
+
+def test_generator_is_deterministic_and_keyed_by_user():
+    a = list(ClickstreamGenerator(seed=5, rate=10, start_ms=T0, bad_ratio=0.05).records(500))
+    b = list(ClickstreamGenerator(seed=5, rate=10, start_ms=T0, bad_ratio=0.05).records(500))
+    c = list(ClickstreamGenerator(seed=6, rate=10, start_ms=T0, bad_ratio=0.05).records(500))
+    assert [(r.key, r.value, r.timestamp_ms) for r in a] == \
+        [(r.key, r.value, r.timestamp_ms) for r in b]
+    assert [r.value for r in a] != [r.value for r in c]
+    good = [r for r in a if r.event is not None]
+    assert 0 < len(a) - len(good) < 60
+    for r in good:
+        assert json.loads(r.value) == r.event
+        assert r.key == r.event["user_id"].encode()
+        assert r.timestamp_ms == r.event["event_time"]
+        assert set(r.event) == {"event_id", "user_id", "session_id", "page", "url", "action",
+                                "referrer", "user_agent", "event_time"}
+    assert {r.event["action"] for r in good} == {"view", "search", "click", "purchase"}
+    assert len({r.event["event_id"] for r in good}) == len(good)
+
+
+def test_generator_time_advances_at_rate_with_some_late_events():
+    recs = list(ClickstreamGenerator(seed=9, rate=4, start_ms=T0, late_ratio=0.05).records(400))
+    on_time = [r for r in recs if not r.late]
+    late = [r for r in recs if r.late]
+    assert on_time[0].timestamp_ms == T0 or recs[0].late
+    assert all(r.timestamp_ms == T0 + i * 250 for i, r in enumerate(recs) if not r.late)
+    assert 5 <= len(late) <= 40
+    for i, r in enumerate(recs):
+        if r.late:
+            assert 20_000 <= T0 + i * 250 - r.timestamp_ms <= 240_000
+
+
+def ev(minute: float, page: str = "/a", user: str = "u1", action: str = "view") -> dict:
+    return {"event_time": T0 + int(minute * MIN), "page": page, "user_id": user,
+            "action": action}
+
+
+def test_model_emits_windows_once_the_watermark_passes_their_end():
+    r = expected_page_stats([[ev(0.5), ev(1.5, user="u2"), ev(3.5, action="purchase")], []])
+    # after batch 0 the watermark is 3:30 - 2:00 = 1:30: window [0,1) is done, [1,2) is not
+    assert r.watermarks == [0, T0 + int(1.5 * MIN)]
+    assert list(r.emitted) == [(T0, "/a")]
+    assert r.emitted[(T0, "/a")]["views"] == 1
+    assert set(r.open_windows) == {(T0 + MIN, "/a"), (T0 + 3 * MIN, "/a")}
+    assert r.open_windows[(T0 + 3 * MIN, "/a")]["purchases"] == 1
+
+
+def test_model_drops_rows_late_against_the_previous_batch_watermark():
+    r = expected_page_stats([[ev(5)], [ev(6), ev(2.5)], [ev(1.5), ev(4.2), ev(9)], []])
+    # batch 1 filters with batch 0's watermark (0): 2:30 is kept, and emitted with [2,3)
+    assert r.emitted[(T0 + 2 * MIN, "/a")]["events"] == 1
+    # batch 2 filters with batch 1's watermark (3:00): 1:30 dropped, 4:12 kept
+    assert [e["event_time"] for e in r.dropped] == [T0 + int(1.5 * MIN)]
+    assert r.emitted[(T0 + 4 * MIN, "/a")]["events"] == 1
+    assert (T0 + MIN, "/a") not in r.emitted
+    assert list(r.open_windows) == [(T0 + 9 * MIN, "/a")]
+
+
+def maven_artifact(m2: Path, g: str, a: str, v: str, deps: list[str] = ()) -> None:
+    base = m2.joinpath(*g.split("."), a, v)
+    base.mkdir(parents=True)
+    (base / f"{a}-{v}.jar").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    dep_xml = "".join(
+        f"<dependency><groupId>{d.split(':')[0]}</groupId><artifactId>{d.split(':')[1]}"
+        f"</artifactId><version>{d.split(':')[2]}</version>"
+        + ("<scope>test</scope>" if d.endswith(":9.9") else "") + "</dependency>"
+        for d in deps)
+    (base / f"{a}-{v}.pom").write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+        f"<dependencies>{dep_xml}</dependencies></project>")
+
+
+INSTALL = SparkInstall("4.0.0", "2.13", Path("/nonexistent"))
+SQL_KAFKA = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"
+
+
+def test_offline_plan_uses_only_the_local_maven_repository(tmp_path):
+    m2 = tmp_path / "m2"
+    with pytest.raises(ConnectorError) as err:
+        plan_connector(jars="", offline=True, m2=m2, install=INSTALL)
+    msg = str(err.value)
+    assert SQL_KAFKA in msg and "spark-sql-kafka-0-10_2.13-4.0.0.jar" in msg
+    assert "--jars" in msg and "KAFKALITE_SPARK_JARS" in msg and "internet" in msg
+
+    maven_artifact(m2, "org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.0",
+                   ["org.apache.kafka:kafka-clients:3.9.0", "org.apache.commons:commons-pool2:2.12.0",
+                    "junit:junit:9.9"])
+    maven_artifact(m2, "org.apache.commons", "commons-pool2", "2.12.0")
+    missing = m2_missing(SQL_KAFKA, m2)
+    assert [Path(p).name for p in missing] == ["kafka-clients-3.9.0.pom", "kafka-clients-3.9.0.jar"]
+    with pytest.raises(ConnectorError, match="kafka-clients-3.9.0.jar"):
+        plan_connector(jars="", offline=True, m2=m2, install=INSTALL)
+    online = plan_connector(jars="", offline=False, m2=m2, install=INSTALL)
+    assert online.conf == {"spark.jars.packages": SQL_KAFKA}
+
+    maven_artifact(m2, "org.apache.kafka", "kafka-clients", "3.9.0")
+    plan = plan_connector(jars="", offline=True, m2=m2, install=INSTALL)
+    try:
+        assert plan.conf["spark.jars.packages"] == SQL_KAFKA
+        settings = Path(plan.conf["spark.jars.ivySettings"]).read_text()
+        assert m2.resolve().as_uri() in settings and "http" not in settings.replace(
+            "http://maven.apache.org", "")
+    finally:
+        plan.cleanup()
+    assert not Path(plan.conf["spark.jars.ivySettings"]).exists()
+
+
+def test_jar_paths_must_name_every_connector_jar(tmp_path, monkeypatch):
+    for name in ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "kafka-clients-3.9.0.jar"):
+        (tmp_path / name).write_bytes(b"")
+    monkeypatch.setenv("KAFKALITE_SPARK_JARS", str(tmp_path))
+    with pytest.raises(ConnectorError) as err:
+        plan_connector(install=INSTALL, m2=tmp_path / "none")
+    assert "spark-token-provider-kafka-0-10_2.13-4.0.0.jar" in str(err.value)
+    assert "commons-pool2-<version>.jar" in str(err.value)
+    for name in ("spark-token-provider-kafka-0-10_2.13-4.0.0.jar", "commons-pool2-2.12.0.jar"):
+        (tmp_path / name).write_bytes(b"")
+    plan = plan_connector(install=INSTALL, m2=tmp_path / "none")
+    assert len(plan.conf["spark.jars"].split(",")) == 4
+    with pytest.raises(ConnectorError, match="does not exist"):
+        plan_connector(jars=f"{tmp_path / 'nope.jar'},{tmp_path}", install=INSTALL)
+
+
+def test_command_lines():
+    a = generate_args(["--bootstrap", "127.0.0.1:1", "--rate", "5", "--duration", "2",
+                       "--seed", "3"])
+    assert (a.topic, a.rate, a.duration, a.seed, a.speedup) == ("clickstream", 5, 2, 3, 1.0)
+    with pytest.raises(SystemExit):
+        generate_args(["--bootstrap", "x:1", "--rate", "0"])
+    j = job_args(["--bootstrap", "x:1", "--checkpoint", "/tmp/c", "--trigger",
+                  "processing-time=10s", "--max-offsets-per-trigger", "100"])
+    assert (j.input_topic, j.output_topic, j.dlq_topic, j.starting_offsets) == \
+        ("clickstream", "page_stats", "clickstream_dlq", "earliest")
+    assert trigger_kwargs(j.trigger) == {"processingTime": "10 seconds"}
+    assert trigger_kwargs("available-now") == {"availableNow": True}
+    assert trigger_kwargs("processing-time=500ms") == {"processingTime": "500 milliseconds"}
+    with pytest.raises(SystemExit):
+        job_args(["--bootstrap", "x:1", "--checkpoint", "c", "--trigger", "once"])
