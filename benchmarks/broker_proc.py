@@ -159,6 +159,31 @@ def memory_kib(pid: int) -> dict[str, int]:
     return out
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds all CPUs spent not idle since boot (from /proc/stat)."""
+    with open("/proc/stat") as f:
+        vals = [int(x) for x in f.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)  # idle + iowait
+    guest = sum(vals[8:10])  # already counted in user and nice
+    return (sum(vals) - idle - guest) / CLK_TCK
+
+
+def wait_for_quiet(max_wait: float, threshold_cores: float = 0.3,
+                   window: float = 0.5) -> dict:
+    """On a shared machine, wait (at most `max_wait` s) until the rest of the machine uses
+    under `threshold_cores` over a `window`. Returns how long it waited and the last load."""
+    t0 = time.perf_counter()
+    busy = None
+    while True:
+        m0, c0 = machine_busy_seconds(), time.process_time()
+        time.sleep(window)
+        busy = (machine_busy_seconds() - m0 - (time.process_time() - c0)) / window
+        if busy < threshold_cores or time.perf_counter() - t0 >= max_wait:
+            break
+    return {"waited_s": round(time.perf_counter() - t0, 1), "others_cores": round(busy, 2),
+            "quiet": busy < threshold_cores}
+
+
 class ProcessMonitor:
     """CPU and RSS of one process, overall and per named phase."""
 
@@ -185,16 +210,22 @@ class ProcessMonitor:
         rss = memory_kib(self.pid).get("VmRSS", 0)
         with self._lock:
             self._phase_peak_kib = rss
-        return {"cpu": cpu_seconds(self.pid), "wall": time.perf_counter()}
+        return {"cpu": cpu_seconds(self.pid), "wall": time.perf_counter(),
+                "self": time.process_time(), "machine": machine_busy_seconds()}
 
     def end_phase(self, mark: dict) -> dict:
         cpu = cpu_seconds(self.pid) - mark["cpu"]
         wall = time.perf_counter() - mark["wall"]
+        harness = time.process_time() - mark["self"]
+        # What the rest of the machine used meanwhile (other people's work on a shared
+        # box): a figure taken while this is high measured contention, not kafkalite.
+        others = machine_busy_seconds() - mark["machine"] - cpu - harness
         mem = memory_kib(self.pid)
         with self._lock:
             peak = max(self._phase_peak_kib, mem.get("VmRSS", 0))
         return {"broker_cpu_s": round(cpu, 3),
                 "broker_cpu_pct_of_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
+                "other_processes_cores": round(max(others, 0.0) / wall, 2) if wall > 0 else None,
                 "broker_rss_mib_end": round(mem.get("VmRSS", 0) / 1024, 1),
                 "broker_rss_mib_peak_sampled": round(peak / 1024, 1)}
 

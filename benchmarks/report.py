@@ -41,9 +41,10 @@ def _row(label: str, r: dict, count_key: str, note: str) -> str:
     cpu = (f"{_n(b.get('broker_cpu_s'), 1)} s {_n(b.get('broker_cpu_pct_of_core'))}%"
            if b else "-")
     rss = _n(b.get("broker_rss_mib_peak_sampled"), 0) if b else "-"
+    others = _n(b.get("other_processes_cores"), 2) if b else "-"
     return (f"{label:<24}{_n(r.get(count_key)):>11}{_n(r.get('seconds'), 2):>8}"
             f"{_n(r.get('msgs_per_s')):>11}{_n(r.get('mib_per_s'), 1):>9}{cpu:>15}"
-            f"{_n(r.get('client_cpu_s'), 1):>8}{rss:>6}  {note}{flag}")
+            f"{_n(r.get('client_cpu_s'), 1):>8}{rss:>6}{others:>7}  {note}{flag}")
 
 
 def render(doc: dict) -> str:
@@ -52,6 +53,9 @@ def render(doc: dict) -> str:
              f"command: {doc['command']}",
              f"librdkafka {env['librdkafka']}, confluent-kafka {env['confluent_kafka']}, "
              f"Python {env['python']}, {env['cpus']} CPUs, kafkalite {env['kafkalite_commit']}",
+             "load average (1/5/15 min) at start "
+             + "/".join(f"{x:.2f}" for x in doc.get("loadavg_start", ()))
+             + ", at end " + "/".join(f"{x:.2f}" for x in doc.get("loadavg_end", ())),
              ""]
     st = doc.get("startup")
     if st:
@@ -64,7 +68,7 @@ def render(doc: dict) -> str:
                      f"[bar < {BAR['startup_metadata_s_max']} s: {ok}]")
         lines.append("")
     head = (f"{'test':<24}{'records':>11}{'secs':>8}{'msgs/s':>11}{'MiB/s':>9}"
-            f"{'broker CPU':>15}{'cli CPU':>8}{'RSS':>6}  vs Apache Kafka bar")
+            f"{'broker CPU':>15}{'cli CPU':>8}{'RSS':>6}{'others':>7}  vs Apache Kafka bar")
     lines += [head, "-" * len(head)]
     for r in doc.get("produce", []):
         lines.append(_row(f"produce {r['size']} B acks={r['acks']}", r, "acked",
@@ -72,8 +76,9 @@ def render(doc: dict) -> str:
     for r in doc.get("consume", []):
         lines.append(_row(f"consume {r['size']} B", r, "received",
                           _bar_note("consume", r["size"], r)))
-    lines.append("(broker CPU = user+sys seconds and % of one core during the test; "
-                 "cli CPU = this client process; RSS = broker peak MiB during the test)")
+    lines.append("(broker CPU = user+sys seconds and % of one core during the test; cli CPU = "
+                 "this client process, s; RSS = broker peak MiB during the test; others = "
+                 "cores busy with unrelated processes meanwhile: high means contention)")
     lat = doc.get("latency")
     if lat:
         flag = "" if lat["complete"] else "  INCOMPLETE"

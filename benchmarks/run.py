@@ -19,6 +19,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -74,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="MiB streamed into the TCP sink per reference run (0 skips)")
     ap.add_argument("--broker-set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra setting for the spawned broker (repeatable)")
+    ap.add_argument("--wait-for-quiet", type=float, default=0.0, metavar="SECONDS",
+                    help="before each test, wait up to this long for other processes on "
+                         "the machine to use < 0.3 cores (shared machines; default off)")
     ap.add_argument("--profile", metavar="FILE",
                     help="record the broker with py-spy (raw collapsed stacks) during the "
                          "produce/consume/latency tests; summarise with "
@@ -133,18 +137,40 @@ def measure_startup(runs: int, settings: dict[str, str], src: str | None) -> lis
     from .broker_proc import spawn_broker
     out = []
     for i in range(runs + 1):
+        if QUIET_WAIT > 0 and i:
+            from .broker_proc import wait_for_quiet
+            wait_for_quiet(QUIET_WAIT)
         bp, st = spawn_broker(settings, src_dir=src)
         bp.cleanup()
         out.append(st)
     return out  # out[0] is the cold start
 
 
+QUIET_WAIT = 0.0
+
+
 def _phase(mon, fn, *args, **kw) -> dict:
+    quiet = None
+    if QUIET_WAIT > 0:
+        from .broker_proc import wait_for_quiet
+        quiet = wait_for_quiet(QUIET_WAIT)
     mark = mon.begin_phase() if mon else None
     r = fn(*args, **kw)
     if mon:
         r["broker"] = mon.end_phase(mark)
+    if quiet is not None:
+        r["quiet_wait"] = quiet
     return r
+
+
+def _topic(w, bootstrap: str, name: str, partitions: int, doc: dict) -> dict:
+    t = w.create_topic(bootstrap, name, partitions)
+    doc["topics"].append(t)
+    if t["created_by"].startswith("CreateTopics failed"):
+        doc["warnings"].append(f"{name}: {t['created_by']}")
+    if t["partitions"] != partitions:
+        doc["warnings"].append(f"{name} has {t['partitions']} partitions, not {partitions}")
+    return t
 
 
 def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
@@ -157,11 +183,7 @@ def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
         count = args.messages if size < 1000 else args.messages_large
         consume_from = None
         for acks in acks_list:
-            t = w.create_topic(bootstrap, f"bench-{run_id}-{size}b-acks{acks}", args.partitions)
-            doc["topics"].append(t)
-            if t["partitions"] != args.partitions:
-                doc["warnings"].append(f"{t['topic']} has {t['partitions']} partitions, "
-                                       f"not {args.partitions}")
+            t = _topic(w, bootstrap, f"bench-{run_id}-{size}b-acks{acks}", args.partitions, doc)
             r = _phase(mon, w.produce, bootstrap, t["topic"], size, acks, count,
                        args.phase_timeout, args.linger_ms, args.batch_size)
             stored = w.high_watermarks(bootstrap, t["topic"], t["partitions"])
@@ -180,8 +202,7 @@ def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
             doc["consume"].append(r)
             _progress(f"consume {size} B", r)
     if args.latency_rate > 0:
-        t = w.create_topic(bootstrap, f"bench-{run_id}-latency", args.partitions)
-        doc["topics"].append(t)
+        t = _topic(w, bootstrap, f"bench-{run_id}-latency", args.partitions, doc)
         doc["latency"] = _phase(mon, w.latency, bootstrap, t["topic"], t["partitions"],
                                 args.latency_rate, args.latency_seconds,
                                 acks=args.latency_acks, timeout=args.phase_timeout)
@@ -196,6 +217,8 @@ def _progress(label: str, r: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    global QUIET_WAIT
+    QUIET_WAIT = args.wait_for_quiet
     from .broker_proc import (ProcessMonitor, export_revision, python_startup_s,
                               spawn_broker)
     from .report import render, write
@@ -207,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict = {"started_at": started.isoformat(timespec="seconds"), "command": command,
                  "cwd": os.getcwd(), "environment": environment(),
                  "parameters": vars(args).copy(), "warnings": [], "produce": [],
-                 "consume": []}
+                 "consume": [], "loadavg_start": os.getloadavg()}
     settings = dict(kv.split("=", 1) for kv in args.broker_set)
     src = None
     if args.broker_rev:
@@ -231,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     broker = None
     pid = args.broker_pid
     if args.spawn:
-        broker, st = spawn_broker(settings, src_dir=src)
+        broker_log = os.path.join(tempfile.gettempdir(),
+                                  f"kafkalite-bench-{started:%Y%m%dT%H%M%S}.log")
+        doc["broker_log"] = broker_log
+        broker, st = spawn_broker(settings, log_path=broker_log, src_dir=src)
         runs.append(st)
         pid = broker.proc.pid
         bootstrap = broker.bootstrap
@@ -260,10 +286,12 @@ def main(argv: list[str] | None = None) -> int:
                 doc["warnings"].append(f"broker accounting failed: {e}")
             mon.stop()
         if broker is not None:
-            log_tail = broker.read_log()[-2000:]
             rc = broker.stop()
+            log_text = broker.read_log()
             if rc not in (0, None):
-                doc["warnings"].append(f"broker exited with {rc}: {log_tail}")
+                doc["warnings"].append(f"broker exited with {rc}")
+            if "Traceback" in log_text or "ERROR" in log_text:
+                doc["warnings"].append(f"the broker logged errors; see {broker_log}")
             broker.cleanup()
         if src:
             shutil.rmtree(src, ignore_errors=True)
@@ -278,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 ratios[f"{label} MiB/s / sink {chunk} B writes"] = round(r["mib_per_s"] / mib, 3)
     doc["ratios"] = ratios
     doc["wall_s"] = round(time.perf_counter() - t_run, 1)
+    doc["loadavg_end"] = os.getloadavg()
     if args.profile:
         doc["profile"] = args.profile
     stamp = started.strftime("%Y%m%dT%H%M%SZ")

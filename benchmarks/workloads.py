@@ -36,8 +36,8 @@ def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 15
             how = "existing"
         elif err.code() == KafkaError._UNSUPPORTED_FEATURE:
             how = "auto-created via Metadata (CreateTopics not served)"
-        else:
-            raise
+        else:  # a broken CreateTopics must not stop the benchmark; say what happened
+            how = f"CreateTopics failed ({err.str()}); Metadata auto-create fallback"
     p = Producer({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + timeout
     count = 0
