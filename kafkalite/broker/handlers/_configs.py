@@ -1,5 +1,6 @@
-# Config entries as Kafka reports them, shared by DescribeConfigs, CreateTopics v5+ and the
-# two AlterConfigs APIs. Not an API handler (no @api); the leading underscore says so.
+# Config entries as Kafka reports them (for DescribeConfigs and CreateTopics v5+) and the
+# steps AlterConfigs and IncrementalAlterConfigs share. Not an API handler (no @api); the
+# leading underscore says so.
 #
 # DescribeConfigs follows Kafka's ConfigHelper (3.9/4.0): a topic config's synonyms are the
 # topic override (TOPIC_CONFIG=1), then its broker synonyms set explicitly at startup
