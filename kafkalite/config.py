@@ -215,6 +215,8 @@ _TOPIC_CHECKS: dict[str, Callable[[Any], bool]] = {
     "compression.gzip.level": PROPS["compression.gzip.level"].check,  # type: ignore[dict-item]
     "compression.lz4.level": PROPS["compression.lz4.level"].check,  # type: ignore[dict-item]
     "compression.zstd.level": PROPS["compression.zstd.level"].check,  # type: ignore[dict-item]
+    # kafkalite has no tiered storage: Kafka refuses this when the broker has it disabled.
+    "remote.storage.enable": lambda v: v is False,
 }
 
 # One-line documentation per topic config (DescribeConfigs v3+ include_documentation),

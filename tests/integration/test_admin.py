@@ -97,6 +97,8 @@ def test_create_topics_results_and_errors(admin):
     assert bad["error_code"] == 40
     (unknown,) = _create(admin, {_name(): {"configs": {"no.such.config": "1"}}}).values()
     assert unknown["error_code"] == 40 and "no.such.config" in unknown["error_message"]
+    (tiered,) = _create(admin, {_name(): {"configs": {"remote.storage.enable": "true"}}}).values()
+    assert tiered["error_code"] == 40  # no tiered storage here
 
     defaults = _name()  # -1/-1: num.partitions and default.replication.factor
     assert _create(admin, {defaults: {}})[defaults]["num_partitions"] == 1
