@@ -74,3 +74,14 @@ def wait_for(what: str, cond: Callable[[], Any], timeout: float = 20.0,
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout}s: {what}")
         time.sleep(step)
+
+
+# A record that compresses well, so a client that skips compression when it does not pay
+# (librdkafka does, per batch) still compresses the batches that carry it.
+COMPRESSIBLE = (b"compressible", b"abcdefgh" * 512, [])
+
+
+def assert_stored_codec(target, topic: str, codec: str) -> None:
+    """Batches are stored with the codec the producer used (compression.type=producer)."""
+    codecs = {b.compression_type for b in stored_batches(target, topic)}
+    assert CODECS[codec] in codecs and codecs <= {0, CODECS[codec]}, codecs

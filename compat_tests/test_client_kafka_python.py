@@ -12,7 +12,8 @@ from kafka import errors as Errors
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
 
-from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, ONE_MB, SAMPLES, big_value,
+from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, COMPRESSIBLE, ONE_MB,
+                                         SAMPLES, assert_stored_codec, big_value,
                                          norm_headers, stored_batches, wait_for)
 from compat_tests.conftest import unique
 
@@ -94,14 +95,15 @@ def test_one_megabyte_value(bootstrap, make_topic):
 
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_compression(target, bootstrap, topic, codec):
+    records = (SAMPLES_KP + [COMPRESSIBLE]) * 5
     p = producer(bootstrap, compression_type=None if codec == "none" else codec, linger_ms=50)
     try:
-        produce_all(p, topic, SAMPLES_KP * 5)
+        produce_all(p, topic, records)
     finally:
         p.close()
-    got = read_all(bootstrap, topic, len(SAMPLES_KP) * 5)
-    assert [(r.key, r.value) for r in got] == [(k, v) for k, v, _h in SAMPLES_KP * 5]
-    assert {b.compression_type for b in stored_batches(target, topic)} == {CODECS[codec]}
+    got = read_all(bootstrap, topic, len(records))
+    assert [(r.key, r.value) for r in got] == [(k, v) for k, v, _h in records]
+    assert_stored_codec(target, topic, codec)
 
 
 def test_idempotent_producer(target, bootstrap, make_topic):
