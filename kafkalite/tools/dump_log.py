@@ -15,12 +15,8 @@ import os
 import struct
 from typing import Iterator
 
-from ..wire.record_iter import iter_records
-from ..wire.records import (COMPRESSION_NAMES, CONTROL_BIT, LOG_OVERHEAD, MIN_BATCH_LENGTH,
-                            TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, crc_ok, parse_header,
-                            read_offset_and_length)
 from .common import CliError, non_negative_int
-from .output import emit_json, printable
+from .output import cut, decode_bytes, emit_json, escape
 
 _MAGIC_AT = 16
 _CONTROL = struct.Struct(">hh")
@@ -48,15 +44,17 @@ def _base_offset(path: str) -> int:
     return int(stem) if stem.isdigit() else 0
 
 
+def _cut(data: bytes | None, limit: int | None) -> str | None:
+    return None if data is None else cut(decode_bytes(data), limit, len(data))
+
+
 def _record(r, h, limit: int | None, control: bool) -> dict:
     seq = -1 if h.base_sequence < 0 else (h.base_sequence + r.offset - h.base_offset) % 2**31
     out = {"offset": r.offset, "timestamp": r.timestamp, "sequence": seq,
            "key_size": -1 if r.key is None else len(r.key),
            "value_size": -1 if r.value is None else len(r.value),
-           "key": printable(r.key, limit) if r.key is not None else None,
-           "value": printable(r.value, limit) if r.value is not None else None,
-           "headers": [{"key": k, "value": printable(v, limit) if v is not None else None}
-                       for k, v in r.headers]}
+           "key": _cut(r.key, limit), "value": _cut(r.value, limit),
+           "headers": [{"key": k, "value": _cut(v, limit)} for k, v in r.headers]}
     if control and r.key is not None and len(r.key) >= _CONTROL.size:
         _version, kind = _CONTROL.unpack_from(r.key)
         out["control"] = {"marker": _MARKERS.get(kind, f"UNKNOWN({kind})")}
@@ -66,6 +64,11 @@ def _record(r, h, limit: int | None, control: bool) -> dict:
 
 
 def _batches(buf, limit: int | None, with_records: bool) -> Iterator[dict]:
+    # kafkalite.wire loads kio, which the other commands must not pay for at startup.
+    from ..wire.record_iter import iter_records
+    from ..wire.records import (COMPRESSION_NAMES, CONTROL_BIT, LOG_OVERHEAD,
+                                MIN_BATCH_LENGTH, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT,
+                                crc_ok, parse_header, read_offset_and_length)
     pos, end = 0, len(buf)
     while pos < end:
         if end - pos < _MAGIC_AT + 1:
@@ -137,7 +140,7 @@ def _text_batch(b: dict) -> list[str]:
         line = (f"| offset: {r['offset']} {b['timestamp_type']}: {r['timestamp']} "
                 f"keySize: {r['key_size']} valueSize: {r['value_size']} "
                 f"sequence: {r['sequence']} "
-                f"headerKeys: [{', '.join(h['key'] for h in r['headers'])}]")
+                f"headerKeys: [{', '.join(escape(h['key']) for h in r['headers'])}]")
         if "control" in r:
             c = r["control"]
             line += f" endTxnMarker: {c['marker']}"
@@ -155,7 +158,7 @@ def _text_batch(b: dict) -> list[str]:
 
 
 def _shown(value: str | None) -> str:
-    return "null" if value is None else value
+    return "null" if value is None else escape(value)
 
 
 def _dump_one(path: str, args: argparse.Namespace) -> None:

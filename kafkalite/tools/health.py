@@ -137,9 +137,11 @@ def _health(args: argparse.Namespace) -> int:
             reports.append(probe(host, port, args.timeout / 1000))
         except CliError as e:
             raise CliError(f"{host}:{port}: {e.message}") from None
-        except Exception as e:  # noqa: BLE001 - refused, timed out, or garbage answered
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise CliError(f"{host}:{port}: {reason or type(e).__name__}") from None
+        except OSError as e:  # refused, reset, timed out
+            raise CliError(f"{host}:{port}: {e.strerror or e or type(e).__name__}") from None
+        except Exception as e:  # noqa: BLE001 - whatever a non-Kafka peer makes kio raise
+            raise CliError(f"{host}:{port}: malformed answer (is this a Kafka broker?): "
+                           f"{e or type(e).__name__}") from None
     if args.json:
         emit_json(reports)
     else:

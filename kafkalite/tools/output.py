@@ -1,5 +1,6 @@
 # Rendering for the operator commands: aligned text tables for people, JSON for scripts,
-# and the escaping of record keys/values that are usually text but may be any bytes.
+# and the escaping of record keys/values that are usually text but may be any bytes
+# (non-UTF-8 bytes as \xNN, control characters as \n, \x01, ...; long ones cut).
 from __future__ import annotations
 
 import json
@@ -58,17 +59,16 @@ def _escape_char(ch: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(data: bytes | None, limit: int | None = None) -> str:
-    """One-line rendering of a key or value: control characters escaped, long data cut.
+def escape(text: str) -> str:
+    """Non-printable characters (newlines, control bytes) as backslash escapes."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape_char(ch) for ch in text)
 
-    Bytes that are not UTF-8 and characters that are not printable become \\xNN escapes;
-    past `limit` characters the text is cut and ends with '... (N bytes)', N the full size.
-    """
-    if data is None:
-        return "null"
-    text = decode_bytes(data)
-    if not text.isprintable():
-        text = "".join(ch if ch.isprintable() else _escape_char(ch) for ch in text)
+
+def cut(text: str, limit: int | None, size: int) -> str:
+    """`text` cut after `limit` characters, ending in '... (N bytes)' with N the full size."""
     if limit is not None and len(text) > limit:
-        return f"{text[:limit]}... ({len(data)} bytes)"
+        return f"{text[:limit]}... ({size} bytes)"
     return text
+

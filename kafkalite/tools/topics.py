@@ -260,7 +260,7 @@ def _delete(args: argparse.Namespace) -> int:
         if code:
             if failure is None:
                 message = entry.get("error_message")
-                if code == UNKNOWN_TOPIC and not message:
+                if code == UNKNOWN_TOPIC:  # Kafka's text names a partition, not the topic
                     message = f"Topic '{entry['name']}' does not exist."
                 failure = kafka_error(code, message)
             continue
