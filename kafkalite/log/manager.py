@@ -48,7 +48,9 @@ def validate_topic_name(name: str) -> None:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
+    # A short temporary name: `<topic>.json.tmp` would pass the 255-byte file-name limit for
+    # topic names near Kafka's 249-character maximum.
+    tmp = os.path.join(os.path.dirname(path), f".tmp-{uuid.uuid4().hex}")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
