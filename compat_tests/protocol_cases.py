@@ -47,7 +47,8 @@ def check(api_key: int):
 
 
 def batch(records: list[tuple[bytes | None, bytes | None, list]], magic: int = 2,
-          compression: int = 0, producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+          compression: int = 0, producer: tuple[int, int, int] = (-1, -1, -1),
+          timestamp: int | None = None) -> bytes:
     """A record batch (magic 2) or message set (magic 0/1) as a producer would send it."""
     if magic >= 2:
         pid, epoch, seq = producer
@@ -56,7 +57,7 @@ def batch(records: list[tuple[bytes | None, bytes | None, list]], magic: int = 2
                                       producer_epoch=epoch, base_sequence=seq,
                                       batch_size=16 << 20)
         for i, (k, v, h) in enumerate(records):
-            b.append(i, timestamp=None, key=k, value=v, headers=h)
+            b.append(i, timestamp=timestamp, key=k, value=v, headers=h)
     else:
         b = LegacyRecordBatchBuilder(magic=magic, compression_type=compression,
                                      batch_size=16 << 20)

@@ -7,13 +7,15 @@
 #   is_default=false at v0; v3+ carries the type (ConfigResource.Type / ConfigType: LONG = 5).
 # - AlterConfigs replaces the resource's whole dynamic set; IncrementalAlterConfigs SET = 0,
 #   DELETE = 1 (AlterConfigOp.OpType).
-# - Topic deletion and partition creation are asynchronous in Kafka: metadata is polled.
+# - Topic deletion, partition creation and config changes are asynchronous in KRaft Kafka: the
+#   controller answers once the change is committed, the broker's metadata cache applies it
+#   moments later; so the effect is polled for (bounded), not read once.
 # - DescribeCluster v1 endpoint_type 1 = brokers (KIP-919); v2 is_fenced (KIP-1073).
 from __future__ import annotations
 
-import time
 import uuid
 
+from compat_tests.clients_common import wait_for
 from compat_tests.conftest import unique
 from compat_tests.protocol_cases import (DATA_RECORDS, NONE, TOPIC_RETENTION_MS,
                                          UNKNOWN_TOPIC_OR_PARTITION, Ctx, batch, check)
@@ -33,14 +35,6 @@ def describe_topic_configs(ctx: Ctx, topic: str, keys: list[str] | None,
     res = resp.results[0]
     assert res.error_code == NONE, res
     return {c.name: c for c in res.configs}
-
-
-def wait_until(what: str, cond, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.1)
 
 
 def topic_state(ctx: Ctx, topic: str) -> tuple[int, int]:
@@ -87,7 +81,7 @@ def delete_topics(ctx: Ctx, conn: Conn, v: int) -> None:
     assert [(r.name, r.error_code) for r in resp.responses] == [(name, NONE)], resp
     if v >= 5:
         assert resp.responses[0].error_message is None
-    wait_until(f"{name} gone from metadata",
+    wait_for(f"{name} gone from metadata",
                lambda: topic_state(ctx, name)[0] == UNKNOWN_TOPIC_OR_PARTITION)
 
 
@@ -146,7 +140,8 @@ def alter_configs(ctx: Ctx, conn: Conn, v: int) -> None:
                              "validate_only": False})
     r = resp.responses[0]
     assert (r.error_code, r.resource_type, r.resource_name) == (NONE, TOPIC, topic), r
-    assert describe_topic_configs(ctx, topic, ["retention.ms"])["retention.ms"].value == value
+    wait_for(f"retention.ms={value}", lambda: describe_topic_configs(
+        ctx, topic, ["retention.ms"])["retention.ms"].value == value)
 
 
 @check(44)
@@ -159,11 +154,12 @@ def incremental_alter_configs(ctx: Ctx, conn: Conn, v: int) -> None:
             "validate_only": False})
         r = resp.responses[0]
         assert (r.error_code, r.resource_type, r.resource_name) == (NONE, TOPIC, topic), r
-        seg = describe_topic_configs(ctx, topic, ["segment.ms"])["segment.ms"]
-        if op == 0:
-            assert seg.value == value and seg.config_source == DYNAMIC_TOPIC_CONFIG, seg
-        else:
-            assert seg.value != value and seg.config_source != DYNAMIC_TOPIC_CONFIG, seg
+
+        def applied() -> bool:
+            seg = describe_topic_configs(ctx, topic, ["segment.ms"])["segment.ms"]
+            return (seg.value == value) == (op == 0) and \
+                (seg.config_source == DYNAMIC_TOPIC_CONFIG) == (op == 0)
+        wait_for(f"segment.ms {'set' if op == 0 else 'deleted'}", applied)
 
 
 @check(37)

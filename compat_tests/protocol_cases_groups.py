@@ -188,7 +188,9 @@ def join_group(ctx: Ctx, conn: Conn, v: int) -> None:
     assert [(m.member_id, bytes(m.metadata)) for m in resp.members] == \
         [(resp.member_id, subscription([topic]))]
     # Leave, so the member does not linger for its session timeout.
-    conn.call(13, 0, {"group_id": group, "member_id": resp.member_id})
+    conn.call(13, ctx.target.version(13), {
+        "group_id": group, "member_id": resp.member_id,
+        "members": [{"member_id": resp.member_id, "group_instance_id": None, "reason": None}]})
 
 
 @check(12)

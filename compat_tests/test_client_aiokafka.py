@@ -261,7 +261,10 @@ async def test_admin_topics(target, bootstrap):
         assert _config(await a.describe_configs([res]), "retention.ms") == "3600000"
         await a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
                                               configs={"retention.ms": "7200000"})])
-        assert _config(await a.describe_configs([res]), "retention.ms") == "7200000"
+        deadline = time.monotonic() + 15
+        while _config(await a.describe_configs([res]), "retention.ms") != "7200000":
+            assert time.monotonic() < deadline, "retention.ms not altered"
+            await asyncio.sleep(0.1)
         r = await a.delete_topics([name])
         assert [(t[0], t[1]) for t in r.topic_error_codes] == [(name, 0)], r
         existing = target.create_topic()

@@ -218,6 +218,7 @@ def test_offsets_for_times(bootstrap, topic):
         c.close()
 
 
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
 def test_admin_topics(target, admin):
     name = unique("cf-admin")
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1,
@@ -234,10 +235,10 @@ def test_admin_topics(target, admin):
     inc = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
         ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
     admin.incremental_alter_configs([inc])[inc].result(15)
-    assert admin.describe_configs([res])[res].result(15)["retention.ms"].value == "7200000"
+    wait_for("retention.ms altered", lambda: retention(admin, res) == "7200000")
     alt = ConfigResource(ResourceType.TOPIC, name, set_config={"retention.ms": "9000000"})
     admin.alter_configs([alt])[alt].result(15)
-    assert admin.describe_configs([res])[res].result(15)["retention.ms"].value == "9000000"
+    wait_for("retention.ms replaced", lambda: retention(admin, res) == "9000000")
     off = admin.list_offsets({TopicPartition(name, 0): OffsetSpec.latest()})
     assert off[TopicPartition(name, 0)].result(15).offset == 0
     admin.delete_topics([name])[name].result(15)
@@ -250,6 +251,10 @@ def test_admin_topics(target, admin):
     with pytest.raises(KafkaException) as e:
         admin.create_topics([NewTopic(bad, 1, len(target.node_ids) + 2)])[bad].result(15)
     assert e.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+
+
+def retention(admin: AdminClient, res: ConfigResource) -> str:
+    return admin.describe_configs([res])[res].result(15)["retention.ms"].value
 
 
 def test_admin_describe_cluster(target, admin):

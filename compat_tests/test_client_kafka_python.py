@@ -253,8 +253,8 @@ def test_admin_topics(target, admin):
     assert cfg["topic"][name]["retention.ms"]["value"] == "3600000", cfg
     admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
                                         configs={"retention.ms": "7200000"})])
-    cfg = admin.describe_configs([res])
-    assert cfg["topic"][name]["retention.ms"]["value"] == "7200000", cfg
+    wait_for("retention.ms altered", lambda: admin.describe_configs(
+        [res])["topic"][name]["retention.ms"]["value"] == "7200000")
     admin.delete_topics([name])
     wait_for("topic deleted", lambda: name not in admin.list_topics())
     with pytest.raises(Errors.TopicAlreadyExistsError):
