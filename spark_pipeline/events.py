@@ -3,7 +3,7 @@
 #
 # The generator walks simulated users through sessions on a small shop (landing, category,
 # search, product, cart, checkout), so per-page counts look like real traffic: many views, some
-# clicks, few purchases. Event time advances by 1000/rate ms per event from `start_ms`; an
+# clicks, few purchases (a purchase is counted under the product page bought). Event time advances by 1000/rate ms per event from `start_ms`; an
 # occasional event is "late" (its event time pushed back 20–240 s, i.e. sometimes within the
 # 2-minute watermark and sometimes beyond it). Optionally a fraction of records is malformed, to
 # exercise the dead-letter path. Everything is drawn from one random.Random(seed), so a test can
@@ -28,7 +28,7 @@ WINDOW_MS = 60_000
 WATERMARK_MS = 120_000
 
 CATEGORIES = ("shoes", "jackets", "bags", "watches", "sunglasses", "hats")
-PRODUCTS = tuple(f"p{n:03d}" for n in range(1, 25))
+PRODUCTS = tuple(f"p{n:03d}" for n in range(1, 13))
 SEARCH_TERMS = ("running shoes", "rain jacket", "leather bag", "gift", "sale", "black",
                 "waterproof", "kids", "summer hat", "smart watch")
 REFERRERS = ("https://www.google.com/", "https://www.bing.com/", "https://news.ycombinator.com/",
@@ -65,6 +65,7 @@ class _Session:
     page: str
     user_agent: str
     referrer: str
+    cart: str | None = None
 
 
 @dataclass
@@ -135,42 +136,46 @@ class ClickstreamGenerator:
             if len(self._sessions) > MAX_ACTIVE_SESSIONS:  # the oldest visitor has left
                 self._sessions.pop(next(iter(self._sessions)))
             return self._event(s, "view", landing, s.referrer, event_time)
-        action, page, query = self._transition(s.page)
+        action, page, url = self._transition(s)
         referrer = SITE + s.page
-        if action == "view" or action == "search":
+        if action in ("view", "search"):
             s.page = page
+        elif action == "click" and page.startswith("/product/"):
+            s.cart = page.rsplit("/", 1)[1]  # "add to cart"
         elif action == "purchase":
             self._sessions.pop(user_id, None)  # a purchase ends the session
-        return self._event(s, action, page, referrer, event_time, query)
+        return self._event(s, action, page, referrer, event_time, url)
 
-    def _transition(self, page: str) -> tuple[str, str, str | None]:
-        """(action, page the event is about, search query) from the user's current page."""
+    def _transition(self, s: _Session) -> tuple[str, str, str]:
+        """(action, page the event is counted under, url) from where the user is now."""
         rng = self._rng
         r = rng.random()
+        page = s.page
         cat = f"/category/{rng.choice(CATEGORIES)}"
         prod = f"/product/{rng.choice(PRODUCTS)}"
         if page == "/checkout":
-            return ("purchase", page, None) if r < 0.55 else ("view", "/cart", None)
+            if s.cart and r < 0.55:
+                # counted under the product bought, so a product's conversion rate is
+                # purchases / views of its page
+                return "purchase", f"/product/{s.cart}", f"{SITE}/checkout/confirm?item={s.cart}"
+            return "view", "/cart", SITE + "/cart"
         if page == "/cart":
-            return ("view", "/checkout", None) if r < 0.5 else (
-                ("click", page, None) if r < 0.7 else ("view", prod, None))
-        if page.startswith("/product/"):
-            if r < 0.3:
-                return "click", page, None  # add to cart
-            if r < 0.45:
-                return "view", "/cart", None
-            return ("view", prod, None) if r < 0.75 else ("view", cat, None)
-        if r < 0.25:
-            return "search", "/search", rng.choice(SEARCH_TERMS)
-        if r < 0.5:
-            return "click", page, None
-        return ("view", prod, None) if r < 0.8 else ("view", cat, None)
+            nxt = ("view", "/checkout") if r < 0.55 else (
+                ("click", page) if r < 0.7 else ("view", prod))
+        elif page.startswith("/product/"):
+            nxt = ("click", page) if r < 0.3 else ("view", "/cart") if r < 0.5 else (
+                ("view", prod) if r < 0.8 else ("view", cat))
+        elif r < 0.25:
+            q = rng.choice(SEARCH_TERMS)
+            return "search", "/search", f"{SITE}/search?q={q.replace(' ', '+')}"
+        else:
+            nxt = ("click", page) if r < 0.5 else ("view", prod) if r < 0.8 else ("view", cat)
+        return nxt[0], nxt[1], SITE + nxt[1]
 
     def _event(self, s: _Session, action: str, page: str, referrer: str, event_time: int,
-               query: str | None = None) -> dict:
-        url = SITE + page + (f"?q={query.replace(' ', '+')}" if query else "")
+               url: str | None = None) -> dict:
         return {"event_id": self._uuid(), "user_id": s.user_id, "session_id": s.session_id,
-                "page": page, "url": url, "action": action, "referrer": referrer,
+                "page": page, "url": url or SITE + page, "action": action, "referrer": referrer,
                 "user_agent": s.user_agent, "event_time": event_time}
 
 

@@ -103,9 +103,11 @@ def start_queries(spark, opts: JobOptions) -> list:
 def summary(query) -> str:
     progress = query.recentProgress
     rows_in = sum(p.get("numInputRows", 0) or 0 for p in progress)
-    rows_out = sum((p.get("sink") or {}).get("numOutputRows", 0) or 0 for p in progress)
+    outs = [(p.get("sink") or {}).get("numOutputRows", -1) for p in progress]
+    # the file sink reports -1: it does not count rows
+    rows_out = f"{sum(outs)} output rows" if all(n >= 0 for n in outs) else "output rows n/a"
     return (f"job: {query.name}: {len(progress)} batches in this run, {rows_in} input rows, "
-            f"{max(rows_out, 0)} output rows")
+            f"{rows_out}")
 
 
 def stop_gracefully(queries: list, wait_s: float = STOP_WAIT_S) -> None:
