@@ -28,7 +28,6 @@ log = logging.getLogger("kafkalite.coordinator")
 
 S = GroupState
 E = ErrorCode
-COMPACTION_CHECK_MS = 30_000
 
 
 class GroupCoordinator:
@@ -53,7 +52,6 @@ class GroupCoordinator:
         self._load_task: asyncio.Task | None = None
         self._deleted_while_loading: list[str] = []
         self._next_expiry_ms = 0
-        self._next_compaction_ms = 0
 
     @staticmethod
     def now_ms() -> int:
@@ -86,9 +84,7 @@ class GroupCoordinator:
         if now_ms >= self._next_expiry_ms:
             self._next_expiry_ms = now_ms + self.retention_check_ms
             self.offsets.expire(now_ms)
-        if now_ms >= self._next_compaction_ms:
-            self._next_compaction_ms = now_ms + COMPACTION_CHECK_MS
-            self.compact(now_ms)
+        self.compact(now_ms)
 
     def close(self) -> None:
         if self._load_task is not None and not self._load_task.done():
@@ -218,11 +214,15 @@ class GroupCoordinator:
     # --- compaction -----------------------------------------------------------------------
 
     def compact(self, now_ms: int) -> None:
-        by_partition: dict[int, list[Group]] = {}
+        candidates = self.store.compaction_candidates()
+        if not candidates:
+            return
+        by_partition: dict[int, list[Group]] = {p: [] for p in candidates}
         for g in self.groups.values():
-            by_partition.setdefault(self.store.partition_for(g.group_id), []).append(g)
-        for p in list(self.store.appended):
-            groups = by_partition.get(p, [])
+            p = self.store.partition_for(g.group_id)
+            if p in by_partition:
+                by_partition[p].append(g)
+        for p, groups in by_partition.items():
             live = sum(len(g.offsets) + 1 for g in groups)
             if not self.store.needs_compaction(p, live):
                 continue

@@ -141,6 +141,10 @@ class OffsetsLog:
 
     # --- compaction -----------------------------------------------------------------------
 
+    def compaction_candidates(self) -> list[int]:
+        """Partitions written enough since their last snapshot to be worth a look."""
+        return [p for p, n in self.appended.items() if n >= MIN_RECORDS_BEFORE_COMPACTION]
+
     def needs_compaction(self, partition: int, live: int) -> bool:
         written = self.appended.get(partition, 0)
         return written >= MIN_RECORDS_BEFORE_COMPACTION and written > 2 * live + 100

@@ -1,0 +1,267 @@
+# Shared pieces of the consumer-group tests (no tests here): a consumer worker that runs as
+# a subprocess for kafka-python, confluent-kafka or aiokafka, unmodified, and the test-side
+# handle that starts, stops (SIGTERM: a clean close) and kills (SIGKILL) it and reads what it
+# did. The worker writes JSON lines, each flushed before the next step, so that what a killed
+# worker did before its death is on file:
+#   {"ev": "assigned", "parts": [...]}     its whole assignment, whenever it changes
+#   {"ev": "assign"|"revoke", "parts": []}  rebalance callbacks (confluent-kafka)
+#   {"ev": "recs", "p": p, "offs": [...]}   records processed (written before committing)
+#   {"ev": "commit", "p": p, "next": n}     after a synchronous commit succeeded
+#   {"ev": "error", "msg": "..."}           client errors; {"ev": "closed"} at a clean exit
+#
+#   python -m tests.integration.test_groups_helpers LIB BOOTSTRAP TOPIC GROUP OUT [JSON opts]
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSION_MS = 6000
+HEARTBEAT_MS = 1000
+
+
+# --- the worker (runs in a subprocess) --------------------------------------------------
+
+class _Out:
+    def __init__(self, path: str):
+        self.f = open(path, "a", encoding="utf-8")
+
+    def __call__(self, **ev) -> None:
+        ev["t"] = time.time()
+        self.f.write(json.dumps(ev) + "\n")
+        self.f.flush()
+
+
+def _run_kafka_python(a, out: _Out, stop: Callable[[], bool]) -> None:
+    from kafka import KafkaConsumer
+    from kafka.structs import OffsetAndMetadata
+    extra = {"group_instance_id": a["instance"]} if a.get("instance") else {}
+    c = KafkaConsumer(a["topic"], bootstrap_servers=a["bootstrap"], group_id=a["group"],
+                      enable_auto_commit=False, auto_offset_reset="earliest",
+                      session_timeout_ms=a.get("session_ms", SESSION_MS),
+                      heartbeat_interval_ms=HEARTBEAT_MS, client_id=a.get("name", "w"),
+                      **extra)
+    last = None
+    while not stop():
+        batches = c.poll(timeout_ms=200, max_records=500)
+        cur = sorted(tp.partition for tp in c.assignment())
+        if cur != last:
+            out(ev="assigned", parts=cur)
+            last = cur
+        if not batches:
+            continue
+        commit = {}
+        for tp, recs in batches.items():
+            out(ev="recs", p=tp.partition, offs=[r.offset for r in recs])
+            commit[tp] = OffsetAndMetadata(recs[-1].offset + 1, "", -1)
+        try:
+            c.commit(commit)
+        except Exception as e:  # CommitFailedError and friends: a rebalance got there first
+            out(ev="error", msg=f"commit: {e!r}")
+            continue
+        for tp, om in commit.items():
+            out(ev="commit", p=tp.partition, next=om.offset)
+    c.close()
+
+
+def _run_confluent(a, out: _Out, stop: Callable[[], bool]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    conf = {"bootstrap.servers": a["bootstrap"], "group.id": a["group"],
+            "client.id": a.get("name", "w"), "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": a.get("session_ms", SESSION_MS),
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "partition.assignment.strategy": a.get("strategy", "range"),
+            "error_cb": lambda err: out(ev="error", msg=str(err), fatal=err.fatal())}
+    if a.get("instance"):
+        conf["group.instance.id"] = a["instance"]
+    c = Consumer(conf)
+    c.subscribe([a["topic"]],
+                on_assign=lambda _c, ps: out(ev="assign", parts=sorted(p.partition for p in ps)),
+                on_revoke=lambda _c, ps: out(ev="revoke", parts=sorted(p.partition for p in ps)),
+                on_lost=lambda _c, ps: out(ev="lost", parts=sorted(p.partition for p in ps)))
+    last = None
+    while not stop():
+        msgs = c.consume(num_messages=500, timeout=0.2)
+        cur = sorted(p.partition for p in c.assignment())
+        if cur != last:
+            out(ev="assigned", parts=cur)
+            last = cur
+        by_part: dict[int, list[int]] = {}
+        for m in msgs:
+            if m.error():
+                out(ev="error", msg=str(m.error()), fatal=m.error().fatal())
+                continue
+            by_part.setdefault(m.partition(), []).append(m.offset())
+        if not by_part:
+            continue
+        for p, offs in by_part.items():
+            out(ev="recs", p=p, offs=offs)
+        try:
+            done = c.commit(offsets=[TopicPartition(a["topic"], p, offs[-1] + 1)
+                                     for p, offs in by_part.items()], asynchronous=False)
+        except Exception as e:
+            out(ev="error", msg=f"commit: {e!r}")
+            continue
+        for tp in done:
+            if tp.error is None:
+                out(ev="commit", p=tp.partition, next=tp.offset)
+    c.close()
+
+
+def _run_aiokafka(a, out: _Out, stop: Callable[[], bool]) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+
+    async def main() -> None:
+        c = AIOKafkaConsumer(a["topic"], bootstrap_servers=a["bootstrap"], group_id=a["group"],
+                             enable_auto_commit=False, auto_offset_reset="earliest",
+                             session_timeout_ms=a.get("session_ms", SESSION_MS),
+                             heartbeat_interval_ms=HEARTBEAT_MS, client_id=a.get("name", "w"))
+        await c.start()
+        last = None
+        while not stop():
+            data = await c.getmany(timeout_ms=200, max_records=500)
+            cur = sorted(tp.partition for tp in c.assignment())
+            if cur != last:
+                out(ev="assigned", parts=cur)
+                last = cur
+            if not data:
+                continue
+            commit = {}
+            for tp, recs in data.items():
+                out(ev="recs", p=tp.partition, offs=[r.offset for r in recs])
+                commit[tp] = recs[-1].offset + 1
+            try:
+                await c.commit(commit)
+            except Exception as e:
+                out(ev="error", msg=f"commit: {e!r}")
+                continue
+            for tp, off in commit.items():
+                out(ev="commit", p=tp.partition, next=off)
+        await c.stop()
+
+    asyncio.run(main())
+
+
+RUNNERS = {"kafka-python": _run_kafka_python, "confluent": _run_confluent,
+           "aiokafka": _run_aiokafka}
+
+
+def worker_main(argv: list[str]) -> None:
+    lib, bootstrap, topic, group, path = argv[:5]
+    opts = json.loads(argv[5]) if len(argv) > 5 else {}
+    a = {"bootstrap": bootstrap, "topic": topic, "group": group, **opts}
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    out = _Out(path)
+    out(ev="started", pid=os.getpid())
+    deadline = time.monotonic() + opts.get("max_seconds", 240)
+    RUNNERS[lib](a, out, lambda: bool(stopping) or time.monotonic() > deadline)
+    out(ev="closed")
+
+
+# --- the test side ----------------------------------------------------------------------
+
+class Worker:
+    """A consumer worker subprocess and its event log."""
+
+    def __init__(self, lib: str, bootstrap: str, topic: str, group: str, path: Path,
+                 **opts):
+        self.path = path
+        self.name = opts.setdefault("name", path.stem)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.test_groups_helpers", lib, bootstrap,
+             topic, group, str(path), json.dumps(opts)],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(str(path) + ".stderr", "wb"))
+
+    def events(self) -> list[dict]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass  # a line cut short by SIGKILL
+        return out
+
+    def assignment(self) -> list[int] | None:
+        """The latest whole assignment, or None before the first; [] once closed."""
+        cur = None
+        for e in self.events():
+            if e["ev"] == "assigned":
+                cur = e["parts"]
+            elif e["ev"] == "closed":
+                cur = []
+        return cur
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.alive:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        if self.alive:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stderr(self) -> str:
+        try:
+            return Path(str(self.path) + ".stderr").read_text(errors="replace")[-3000:]
+        except FileNotFoundError:
+            return ""
+
+
+def wait_for(cond: Callable[[], object], timeout: float, what: str | Callable[[], str],
+             interval: float = 0.1) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for "
+                         f"{what() if callable(what) else what}")
+
+
+def covers(workers: list[Worker], partitions: int, nonempty: bool = True) -> bool:
+    """Whether the workers' latest assignments split 0..partitions-1 exactly, and (with
+    `nonempty`) every worker owns something."""
+    got = [w.assignment() for w in workers]
+    if any(a is None or (nonempty and not a) for a in got):
+        return False
+    flat = sorted(p for a in got for p in a)  # type: ignore[union-attr]
+    return flat == list(range(partitions))
+
+
+def wait_split(workers: list[Worker], partitions: int, timeout: float, what: str) -> None:
+    def check() -> bool:
+        for w in workers:
+            assert w.alive, f"worker {w.name} died:\n{w.stderr()}"
+        return covers(workers, partitions)
+    wait_for(check, timeout, lambda: f"{what}: {[(w.name, w.assignment()) for w in workers]}",
+             0.2)
+
+
+if __name__ == "__main__":
+    worker_main(sys.argv[1:])
