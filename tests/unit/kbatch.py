@@ -28,8 +28,11 @@ def build_batch(records: Iterable[Rec], codec: int = 0, producer_id: int = -1,
     return bytes(b.build())
 
 
-def simple_batch(n: int = 1, ts: int = 1_700_000_000_000, size: int = 10, codec: int = 0,
+def simple_batch(n: int = 1, ts: int | None = None, size: int = 10, codec: int = 0,
                  tag: bytes = b"", **kw: Any) -> bytes:
+    """n small records stamped from `ts` (default now: old stamps fall to retention)."""
+    if ts is None:
+        ts = int(time.time() * 1000)
     return build_batch([(b"k%d" % i, tag + bytes([65 + i % 26]) * size, [("h", b"v")], ts + i)
                         for i in range(n)], codec, **kw)
 
