@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import (CliError, add_common, coordinator_for, kafka_error,
-                     open_admin)
+from .common import (CliError, add_common, check_code, coordinator_for, kafka_error,
+                     open_admin, send)
 from .output import emit_json, table
 from .reset_plan import add_reset_arguments, plan_reset
 
@@ -69,13 +69,35 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def describe_group(admin, group: str) -> dict:
-    """DescribeGroups for one group; CliError on a group-level error."""
+    """DescribeGroups for one group at its coordinator; CliError on a group-level error.
+
+    Sent raw: kafka-python's describe_groups turns the error code into text.
+    """
+    from kafka.protocol.admin import DescribeGroupsRequest
     node = coordinator_for(admin, group)
-    info = admin.describe_groups([group], group_coordinator_id=node)[group]
-    if info.get("error"):
-        code = info.get("error_code")
-        raise CliError(str(info["error"])) if code is None else kafka_error(code)
-    return info
+    response = send(admin, DescribeGroupsRequest(groups=[group],
+                                                 include_authorized_operations=False), node)
+    g = response.groups[0]
+    check_code(g.error_code, getattr(g, "error_message", None))
+    members = [{"member_id": m.member_id,
+                "group_instance_id": getattr(m, "group_instance_id", None),
+                "client_id": m.client_id, "client_host": m.client_host,
+                "assignment": _assigned(g.protocol_type, m.member_assignment)}
+               for m in g.members]
+    return {"state": g.group_state or "Unknown", "protocol_type": g.protocol_type or None,
+            "protocol": g.protocol_data or None, "members": members}
+
+
+def _assigned(protocol_type: str, raw: bytes | None) -> list[tuple[str, int]]:
+    """(topic, partition) pairs of a consumer-protocol assignment; none for other groups."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+    if protocol_type != "consumer" or not raw:
+        return []
+    try:
+        assignment = ConsumerProtocolAssignment.decode(bytes(raw))
+    except Exception:  # noqa: BLE001 - a client may put anything here; show no assignment
+        return []
+    return sorted((tp.topic, tp.partition) for tp in assignment.partitions())
 
 
 def committed_offsets(admin, group: str) -> dict:
@@ -106,38 +128,18 @@ def _existing(admin, partitions) -> list:
     return [tp for tp in partitions if tp.partition in topics.get(tp.topic, ())]
 
 
-def _assigned(member: dict) -> list[tuple[str, int]]:
-    """(topic, partition) pairs of a member's decoded consumer-protocol assignment."""
-    a = member.get("member_assignment")
-    if a is None or isinstance(a, (bytes, bytearray)):
-        return []
-    if hasattr(a, "partitions"):
-        return [(tp.topic, tp.partition) for tp in a.partitions()]
-    out = []
-    for entry in a.get("assigned_partitions") or ():
-        topic, parts = (entry["topic"], entry["partitions"]) if isinstance(entry, dict) \
-            else entry
-        out += [(topic, p) for p in parts]
-    return out
-
-
 def _describe_one(admin, group: str) -> dict:
+    from kafka.structs import TopicPartition
     info = describe_group(admin, group)
     committed = committed_offsets(admin, group)
-    state = info.get("group_state") or "Unknown"
+    state = info["state"]
     if state == "Dead" and not committed:
         raise kafka_error(GROUP_ID_NOT_FOUND, f"Consumer group '{group}' does not exist.")
-    owners = {}
-    members = []
-    for m in info.get("members") or ():
-        parts = _assigned(m)
-        for tp in parts:
-            owners[tp] = m
-        members.append({"member_id": m.get("member_id"),
-                        "group_instance_id": m.get("group_instance_id"),
-                        "client_id": m.get("client_id"), "host": m.get("client_host"),
-                        "assignment": [{"topic": t, "partition": p} for t, p in sorted(parts)]})
-    from kafka.structs import TopicPartition
+    owners = {tp: m for m in info["members"] for tp in m["assignment"]}
+    members = [{"member_id": m["member_id"], "group_instance_id": m["group_instance_id"],
+                "client_id": m["client_id"], "host": m["client_host"],
+                "assignment": [{"topic": t, "partition": p} for t, p in m["assignment"]]}
+               for m in info["members"]]
     tps = set(committed) | {TopicPartition(t, p) for t, p in owners}
     leo = end_offsets(admin, tps)
     offsets = []
@@ -153,9 +155,8 @@ def _describe_one(admin, group: str) -> dict:
             "metadata": c.metadata if c is not None else None,
             "member_id": owner.get("member_id"), "host": owner.get("client_host"),
             "client_id": owner.get("client_id")})
-    return {"group": group, "state": state, "protocol_type": info.get("protocol_type"),
-            "protocol": info.get("protocol_data") or None, "members": members,
-            "offsets": offsets}
+    return {"group": group, "state": state, "protocol_type": info["protocol_type"],
+            "protocol": info["protocol"], "members": members, "offsets": offsets}
 
 
 def _describe(args: argparse.Namespace) -> int:
@@ -217,8 +218,7 @@ def _delete(args: argparse.Namespace) -> int:
 def _reset_offsets(args: argparse.Namespace) -> int:
     admin = open_admin(args)
     try:
-        info = describe_group(admin, args.group)
-        state = info.get("group_state") or "Unknown"
+        state = describe_group(admin, args.group)["state"]
         if state not in INACTIVE_STATES:
             # Kafka's tool says the same, in the same words (ConsumerGroupCommand).
             raise kafka_error(NON_EMPTY_GROUP,

@@ -9,14 +9,8 @@ from .conftest import assert_one_error_line
 IDLE = ("--timeout-ms", "10000")  # a missing record fails the test instead of hanging it
 
 
-def _topic(cli, name: str, partitions: int = 1) -> str:
-    r = cli("topics", "create", "--topic", name, "--partitions", str(partitions))
-    assert r.code == 0, r.err
-    return name
-
-
-def test_plain_lines_with_keys_and_headers(cli, new_name):
-    topic = _topic(cli, new_name("plain"))
+def test_plain_lines_with_keys_and_headers(cli, kafka_topic):
+    topic = kafka_topic()
     r = cli("produce", "--topic", topic, "--key-separator", ":", "--header", "source=cli",
             "--header", "n=1", stdin="k1:hello\nk2:world: with colon\n:empty key\n")
     assert r.code == 0, r.err
@@ -43,8 +37,8 @@ def test_plain_lines_with_keys_and_headers(cli, new_name):
     assert r.out == "hello\n"
 
 
-def test_json_input_partitions_and_offsets(cli, new_name):
-    topic = _topic(cli, new_name("json"), partitions=2)
+def test_json_input_partitions_and_offsets(cli, kafka_topic):
+    topic = kafka_topic(partitions=2)
     # a recent explicit timestamp: an old one would be past retention and deleted
     ts = int(time.time() * 1000) - 60_000
     lines = [{"key": "a", "value": "to p1", "partition": 1, "headers": {"h": "v"}},
@@ -71,9 +65,9 @@ def test_json_input_partitions_and_offsets(cli, new_name):
     assert rec["timestamp"] == ts and rec["headers"] == {}
 
 
-def test_consume_stops_when_idle_and_copies_via_json(cli, new_name):
-    source = _topic(cli, new_name("src"))
-    target = _topic(cli, new_name("dst"))
+def test_consume_stops_when_idle_and_copies_via_json(cli, kafka_topic):
+    source = kafka_topic()
+    target = kafka_topic()
     assert cli("produce", "--topic", source, "--value", "one", "--value", "two",
                "--key", "K", "--header", "x=y").code == 0
     # fewer records than asked for: --timeout-ms ends the command, successfully
@@ -90,8 +84,8 @@ def test_consume_stops_when_idle_and_copies_via_json(cli, new_name):
         ("K", "one", {"x": "y"}), ("K", "two", {"x": "y"})]
 
 
-def test_consume_with_group_commits_offsets(cli, new_name):
-    topic = _topic(cli, new_name("grp"))
+def test_consume_with_group_commits_offsets(cli, kafka_topic, new_name):
+    topic = kafka_topic()
     group = new_name("group")
     assert cli("produce", "--topic", topic, stdin="a\nb\nc\n").code == 0
     r = cli("consume", "--topic", topic, "--group", group, "--from-beginning", "--count", "2",
@@ -104,8 +98,8 @@ def test_consume_with_group_commits_offsets(cli, new_name):
     assert r.out.splitlines() == ["c"]
 
 
-def test_produce_and_consume_errors(cli, new_name):
-    topic = _topic(cli, new_name("errs"))
+def test_produce_and_consume_errors(cli, kafka_topic, new_name):
+    topic = kafka_topic()
     r = cli("produce", "--topic", topic, "--key-separator", "|", stdin="no separator\n")
     assert_one_error_line(r, 1, "error:", "no key separator", "line 1")
     r = cli("produce", "--topic", topic, "--format", "json", stdin="{not json}\n")
