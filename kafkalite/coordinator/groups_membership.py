@@ -36,6 +36,10 @@ def _done(value) -> asyncio.Future:
     return fut
 
 
+def _why(reason: str | None) -> str:
+    return f" (client reason: {reason})" if reason else ""
+
+
 def validate_member(group: Group, member_id: str, instance_id: str | None) -> ErrorCode | None:
     """Kafka's validateCurrentMember: a static member must be the instance's current
     member id (else it is a fenced duplicate); a dynamic one must be in the group."""
@@ -180,14 +184,14 @@ class Membership:
         group.add(member)
         # A new member cannot heartbeat before its first join completes; bound its wait.
         member.deadline_ms = self.coord.now_ms() + NEW_MEMBER_JOIN_TIMEOUT_MS
-        self.maybe_prepare_rebalance(group, f"adding member {member_id} ({reason})")
+        self.maybe_prepare_rebalance(group, f"adding member {member_id}{_why(reason)}")
 
     def _update_member_and_rebalance(self, group: Group, member: Member, fut: asyncio.Future,
                                      protocols, rebalance_ms: int, session_ms: int,
                                      reason) -> None:
         group.update_protocols(member, protocols, rebalance_ms, session_ms)
         self._set_join_waiter(member, fut)
-        self.maybe_prepare_rebalance(group, f"member {member.member_id} rejoining ({reason})")
+        self.maybe_prepare_rebalance(group, f"member {member.member_id} rejoining{_why(reason)}")
 
     def _replace_static_member(self, group: Group, fut: asyncio.Future, old_id: str,
                                new_id: str, instance_id: str, protocols, rebalance_ms: int,
@@ -454,7 +458,7 @@ class Membership:
                     results.append(err)
                     continue
             self.remove_member(group, group.members[member_id],
-                               f"member {member_id} left ({reason or 'no reason given'})")
+                               f"member {member_id} left{_why(reason)}")
             results.append(E.none)
         return E.none, results
 

@@ -263,5 +263,72 @@ def wait_split(workers: list[Worker], partitions: int, timeout: float, what: str
              0.2)
 
 
+# --- a raw protocol client (kio encodes requests and decodes responses) -------------------
+
+class RawClient:
+    """One connection that sends requests built from kio's schema classes. `send` and
+    `recv` are separate so that a test can leave a JoinGroup waiting on one connection
+    while it acts on another."""
+
+    def __init__(self, bootstrap: str, client_id: str = "raw-groups"):
+        import socket
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.client_id = client_id.encode()
+        self.corr = 0
+        self.pending: list[tuple[int, int, int]] = []
+
+    @staticmethod
+    def schema(api_key: int, version: int):
+        """The kio module of a request, to build its nested entities."""
+        from kio.index import load_request_schema
+        return sys.modules[load_request_schema(api_key, version).__module__]
+
+    def send(self, api_key: int, version: int, **fields) -> None:
+        import io
+        import struct
+        from kio.index import load_request_schema
+        from kio.serial import entity_writer
+        cls = load_request_schema(api_key, version)
+        body = io.BytesIO()
+        entity_writer(cls)(body, cls(**fields))
+        self.corr += 1
+        head = struct.pack(">hhih", api_key, version, self.corr, len(self.client_id))
+        head += self.client_id + (b"\x00" if cls.__flexible__ else b"")
+        frame = head + body.getvalue()
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        self.pending.append((api_key, version, self.corr))
+
+    def _read(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            buf += chunk
+        return buf
+
+    def recv(self):
+        import struct
+        from kio.index import load_request_schema, load_response_schema
+        from kio.serial import entity_reader
+        api_key, version, corr = self.pending.pop(0)
+        (size,) = struct.unpack(">i", self._read(4))
+        frame = self._read(size)
+        assert struct.unpack_from(">i", frame)[0] == corr
+        pos = 4
+        if load_request_schema(api_key, version).__flexible__ and api_key != 18:
+            pos += 1  # empty tagged fields of response header v1
+        entity, _ = entity_reader(load_response_schema(api_key, version))(frame, pos)
+        return entity
+
+    def call(self, api_key: int, version: int, **fields):
+        self.send(api_key, version, **fields)
+        return self.recv()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 if __name__ == "__main__":
     worker_main(sys.argv[1:])
