@@ -13,7 +13,6 @@ import argparse
 import os
 import socket
 import sys
-import time
 from typing import Any, Callable
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
@@ -56,6 +55,15 @@ def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for
                         help=f"connect and request timeout in milliseconds "
                              f"(default {timeout_default})")
     parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, func: Callable, help: str,
+                **common: Any) -> argparse.ArgumentParser:
+    """A subcommand with the common options, run as func(args); args.parser is its parser."""
+    parser = sub.add_parser(name, help=help)
+    add_common(parser, **common)
+    parser.set_defaults(func=func, parser=parser)
+    return parser
 
 
 def positive_int(text: str) -> int:
@@ -201,6 +209,3 @@ def run(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespa
         print(err.line(), file=sys.stderr)
         return err.exit_code
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

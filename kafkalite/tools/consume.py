@@ -6,7 +6,9 @@
 # joins the group, starts from the committed offsets and commits what it printed.
 # Plain output is the value, optionally preceded (in Kafka's DefaultMessageFormatter order)
 # by CreateTime:/LogAppendTime:, Partition:, Offset:, headers and the key; --json prints one
-# object per record with topic, partition, offset, timestamp, key, value and headers.
+# object per record with topic, partition, offset, timestamp, key, value and headers
+# (an object: a header key repeated in one record keeps its last value). Bytes that are not
+# UTF-8 appear as \xNN escapes.
 # The command ends after --max-messages records, after --timeout-ms without a new record,
 # or on Ctrl-C. A topic that does not exist is an error (it is not auto-created).
 from __future__ import annotations
@@ -15,7 +17,7 @@ import argparse
 import sys
 import time
 
-from .common import (CliError, add_common, check_reachable, client_settings, kafka_error,
+from .common import (CliError, add_command, check_reachable, client_settings, kafka_error,
                      non_negative_int, positive_int)
 from .output import decode_bytes, emit_json
 
@@ -23,9 +25,9 @@ _TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("consume", help="print records of a topic")
-    add_common(s, json_help="print one JSON object per record (key, value, headers, "
-                            "partition, offset, timestamp)")
+    s = add_command(sub, "consume", _consume, "print records of a topic",
+                    json_help="print one JSON object per record (key, value, headers, "
+                              "partition, offset, timestamp)")
     s.add_argument("--topic", required=True)
     s.add_argument("--group", help="consume as this consumer group and commit offsets")
     s.add_argument("--from-beginning", action="store_true",
@@ -45,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--print-partition", action="store_true")
     s.add_argument("--print-offset", action="store_true")
     s.add_argument("--print-timestamp", action="store_true")
-    s.set_defaults(func=_consume, parser=s)
 
 
 def _start_offset(args: argparse.Namespace) -> int | str | None:

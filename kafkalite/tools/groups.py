@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import (CliError, add_common, check_code, coordinator_for, kafka_error,
+from .common import (CliError, add_command, check_code, coordinator_for, kafka_error,
                      open_admin, send)
 from .output import emit_json, table
 from .reset_plan import add_reset_arguments, plan_reset
@@ -26,28 +26,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("groups", help="list, describe, delete consumer groups; reset offsets")
     gsub = p.add_subparsers(dest="groups_command", required=True, metavar="ACTION")
 
-    s = gsub.add_parser("list", help="list consumer groups")
-    add_common(s)
-    s.set_defaults(func=_list)
+    add_command(gsub, "list", _list, "list consumer groups")
 
-    s = gsub.add_parser("describe", help="members, committed offsets and lag")
-    add_common(s)
+    s = add_command(gsub, "describe", _describe, "members, committed offsets and lag")
     s.add_argument("--group", action="append", required=True,
                    help="group to describe (repeatable)")
-    s.set_defaults(func=_describe)
 
-    s = gsub.add_parser("delete", help="delete inactive consumer groups and their offsets")
-    add_common(s)
+    s = add_command(gsub, "delete", _delete,
+                    "delete inactive consumer groups and their offsets")
     s.add_argument("--group", action="append", required=True,
                    help="group to delete (repeatable)")
-    s.set_defaults(func=_delete)
 
-    s = gsub.add_parser("reset-offsets",
-                        help="move an inactive group's committed offsets (dry run by default)")
-    add_common(s)
+    s = add_command(gsub, "reset-offsets", _reset_offsets,
+                    "move an inactive group's committed offsets (dry run by default)")
     s.add_argument("--group", required=True)
     add_reset_arguments(s)
-    s.set_defaults(func=_reset_offsets, parser=s)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import socket
 import struct
 import time
 
-from .common import CliError, add_common, parse_bootstrap
+from .common import CliError, add_command, parse_bootstrap
 from .output import emit_json
 
 API_VERSIONS, METADATA = 18, 3
@@ -27,9 +27,8 @@ _HEADER = struct.Struct(">hhih")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("health", help="exit 0 if the broker answers ApiVersions and Metadata")
-    add_common(s, timeout_default=5000)
-    s.set_defaults(func=_health)
+    add_command(sub, "health", _health, "exit 0 if the broker answers ApiVersions and Metadata",
+                timeout_default=5000)
 
 
 class _Connection:

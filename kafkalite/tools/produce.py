@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Iterator
 
-from .common import (CliError, add_common, check_reachable, client_settings, key_value,
+from .common import (CliError, add_command, check_reachable, client_settings, key_value,
                      kafka_error, non_negative_int)
 from .output import emit_json
 
@@ -24,8 +24,8 @@ _WINDOW = 1000  # records in flight before the oldest results are collected
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("produce", help="send records from stdin (one per line) to a topic")
-    add_common(s, json_help="print each record's partition, offset and timestamp as JSON")
+    s = add_command(sub, "produce", _produce, "send records from stdin (one per line) to a topic",
+                    json_help="print each record's partition, offset and timestamp as JSON")
     s.add_argument("--topic", required=True)
     s.add_argument("--format", choices=("plain", "json"), default="plain",
                    help="input lines: plain text (default) or JSON objects with "
@@ -42,7 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--acks", choices=("all", "-1", "0", "1"), default="all",
                    help="acknowledgements to wait for (default all)")
     s.add_argument("--compression", choices=COMPRESSION, default="none")
-    s.set_defaults(func=_produce)
 
 
 def _encode(value) -> bytes | None:
@@ -142,7 +141,7 @@ def _check_topic(producer, args: argparse.Namespace) -> None:
 
 def _produce(args: argparse.Namespace) -> int:
     if args.key is not None and args.value is None:
-        raise CliError("--key is used with --value", exit_code=2)
+        args.parser.error("--key goes with --value (for stdin lines use --key-separator)")
     check_reachable(args.bootstrap_server, args.timeout / 1000)
     producer = _producer(args)
     sent = 0

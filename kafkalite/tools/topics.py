@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import (add_common, check_code, key_value, kafka_error, open_admin,
+from .common import (add_command, check_code, key_value, kafka_error, open_admin,
                      positive_int, send)
 from .output import emit_json, table
 
@@ -26,13 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("topics", help="list, create, describe, alter and delete topics")
     tsub = p.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
 
-    s = tsub.add_parser("list", help="list topic names")
-    add_common(s)
+    s = add_command(tsub, "list", _list, "list topic names")
     s.add_argument("--exclude-internal", action="store_true", help="hide internal topics")
-    s.set_defaults(func=_list)
 
-    s = tsub.add_parser("create", help="create a topic")
-    add_common(s)
+    s = add_command(tsub, "create", _create, "create a topic")
     s.add_argument("--topic", required=True)
     s.add_argument("--partitions", type=positive_int,
                    help="number of partitions (default: the broker's num.partitions)")
@@ -42,17 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar="KEY=VALUE", help="a topic config override (repeatable)")
     s.add_argument("--if-not-exists", action="store_true",
                    help="succeed quietly when the topic already exists")
-    s.set_defaults(func=_create)
 
-    s = tsub.add_parser("describe", help="partitions, leaders and config overrides")
-    add_common(s)
+    s = add_command(tsub, "describe", _describe, "partitions, leaders and config overrides")
     s.add_argument("--topic", action="append", default=[],
                    help="topic to describe (repeatable; default: all topics)")
     s.add_argument("--exclude-internal", action="store_true", help="hide internal topics")
-    s.set_defaults(func=_describe)
 
-    s = tsub.add_parser("alter", help="add partitions or change topic configs")
-    add_common(s)
+    s = add_command(tsub, "alter", _alter, "add partitions or change topic configs")
     s.add_argument("--topic", required=True)
     s.add_argument("--partitions", type=positive_int,
                    help="new total number of partitions (can only grow)")
@@ -60,15 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar="KEY=VALUE", help="set a topic config (repeatable)")
     s.add_argument("--delete-config", action="append", default=[], metavar="KEY",
                    help="remove a topic config override (repeatable)")
-    s.set_defaults(func=_alter, parser=s)
 
-    s = tsub.add_parser("delete", help="delete topics")
-    add_common(s)
+    s = add_command(tsub, "delete", _delete, "delete topics")
     s.add_argument("--topic", action="append", required=True,
                    help="topic to delete (repeatable)")
     s.add_argument("--if-exists", action="store_true",
                    help="succeed quietly for topics that do not exist")
-    s.set_defaults(func=_delete)
 
 
 def _metadata_topics(admin, names: list[str] | None) -> list[dict]:
