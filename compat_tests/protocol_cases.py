@@ -166,10 +166,27 @@ class Ctx:
             time.sleep(0.2)
 
 
+def produce(target: Target, topic: str, records: bytes, version: int | None = None,
+            acks: int = -1) -> Any:
+    """Produce one batch to partition 0 (by name: at most v12); the partition's answer."""
+    v = min(target.version(0), 12) if version is None else version
+    fields = Ctx.produce_fields(topic, None, records, acks)
+    return target.call(0, fields, v).responses[0].partition_responses[0]
+
+
+def list_offset(target: Target, topic: str, timestamp: int) -> int:
+    """ListOffsets for partition 0: -1 latest, -2 earliest."""
+    r = target.call(2, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+        {"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}]})
+    p = r.topics[0].partitions[0]
+    assert p.error_code == 0, p
+    return p.offset
+
+
 # --- Produce (0) --------------------------------------------------------------------------
 
 @check(0)
-def produce(ctx: Ctx, conn: Conn, v: int) -> None:
+def produce_check(ctx: Ctx, conn: Conn, v: int) -> None:
     topic = ctx.produce_topic
     tid = ctx.topic_id(topic)
     recs = [(b"key-%d" % v, b"value-%d" % v, [("v", str(v).encode())] if v >= 3 else [])]

@@ -25,6 +25,25 @@ from compat_tests.wire import Conn
 
 DYNAMIC_TOPIC_CONFIG, TOPIC, BROKER = 1, 2, 4
 
+# Topic configs Kafka 3.8 describes (TopicConfig / LogConfig.CONFIG) that 4.x still has (it
+# dropped message.format.version, message.downconversion.enable and
+# message.timestamp.difference.max.ms). DescribeConfigs answers every one of them.
+TOPIC_CONFIGS = {
+    "cleanup.policy", "compression.type", "compression.gzip.level", "compression.lz4.level",
+    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
+    "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+    "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+    "max.compaction.lag.ms", "max.message.bytes", "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "remote.storage.enable",
+    "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+    "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable"}
+# A topic without an override inherits the broker's setting (LogConfig's synonyms).
+INHERITED = {"max.message.bytes": "message.max.bytes", "cleanup.policy": "log.cleanup.policy",
+             "compression.type": "compression.type",
+             "message.timestamp.type": "log.message.timestamp.type",
+             "segment.bytes": "log.segment.bytes", "min.insync.replicas": "min.insync.replicas"}
+
 
 def describe_topic_configs(ctx: Ctx, topic: str, keys: list[str] | None,
                            v: int | None = None) -> dict:
@@ -112,9 +131,8 @@ def describe_configs(ctx: Ctx, conn: Conn, v: int) -> None:
         assert ret.config_source == DYNAMIC_TOPIC_CONFIG
     if v >= 3:
         assert ret.config_type == 5  # LONG
-    for name in ("cleanup.policy", "max.message.bytes", "segment.bytes", "min.insync.replicas"):
-        assert name in configs, f"{name} missing from DescribeConfigs(TOPIC)"
-    assert configs["cleanup.policy"].value == "delete"
+    missing = TOPIC_CONFIGS - set(configs)
+    assert not missing, f"DescribeConfigs(TOPIC) leaves out {sorted(missing)}"
     only = describe_topic_configs(ctx, ctx.data_topic, ["retention.ms"], v)
     assert list(only) == ["retention.ms"]
     broker = ctx.target.call(32, {"resources": [{"resource_type": BROKER,
@@ -125,6 +143,8 @@ def describe_configs(ctx: Ctx, conn: Conn, v: int) -> None:
     names = {c.name: c.value for c in res.configs}
     assert names.get("auto.create.topics.enable") in ("true", "false"), names
     assert "num.partitions" in names and "log.retention.hours" in names
+    for topic_name, broker_name in INHERITED.items():
+        assert configs[topic_name].value == names[broker_name], (topic_name, broker_name)
 
 
 def config_topic(ctx: Ctx) -> str:

@@ -28,7 +28,8 @@ import time
 
 import pytest
 
-from compat_tests.protocol_cases import Ctx, batch, decode_records, fetch_fields
+from compat_tests.protocol_cases import (Ctx, batch, decode_records, fetch_fields,
+                                         list_offset, produce)
 
 pytestmark = pytest.mark.usefixtures("target")
 
@@ -38,16 +39,8 @@ def ctx(target):
     return Ctx(target)
 
 
-def produce(target, topic: str, records: bytes, version: int | None = None, acks: int = -1):
-    v = min(target.version(0), 12) if version is None else version
-    fields = Ctx.produce_fields(topic, None, records, acks)
-    return target.call(0, fields, v).responses[0].partition_responses[0]
-
-
 def latest(target, topic: str) -> int:
-    r = target.call(2, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
-        {"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}]})
-    return r.topics[0].partitions[0].offset
+    return list_offset(target, topic, -1)
 
 
 def test_acks_zero_gets_no_response(target, topic):
