@@ -101,3 +101,22 @@ def test_large_value_within_message_max_bytes(kafka_broker, kafka_topic):
         got = consume(client, kafka_broker, topic, {0: 3}, **extra)[0]
         assert [(k, v) for _p, _o, k, v, _h, _tt, _ts in got] == \
             [(b"small-1", b"x"), (b"big", big), (b"small-2", b"y")], client
+
+
+def test_small_fetch_sizes_cut_batches_and_clients_cope(kafka_broker, kafka_topic):
+    """With a per-partition fetch size smaller than a few batches, responses end in a
+    partial batch (as Kafka's do); every client drops it and fetches on from there."""
+    from tests.unit.kbatch import build_batch, produce_raw
+    topic = kafka_topic(partitions=1)
+    want = []
+    with connect(kafka_broker) as s:
+        for b in range(30):
+            recs = [(b"k%d-%d" % (b, i), b"v" * (20 + 7 * i), [("b", b"%d" % b)], None)
+                    for i in range(10)]
+            assert produce_raw(s, topic, 0, build_batch(recs, codec=b % 5)).error_code == 0
+            want += [(k, v, h) for k, v, h, _t in recs]
+    for client, extra in (("confluent", {"max.partition.fetch.bytes": 1500}),
+                          ("kafka-python", {"max_partition_fetch_bytes": 1500}),
+                          ("aiokafka", {"max_partition_fetch_bytes": 1500})):
+        got = consume(client, kafka_broker, topic, {0: 300}, **extra)[0]
+        assert [(k, v, h) for _p, _o, k, v, h, _tt, _ts in got] == want, client
