@@ -19,16 +19,22 @@ ARG BASE_IMAGE=python:3.11-slim
 
 # Build stage: a venv with kafkalite and its dependencies (all binary wheels from PyPI,
 # so no compiler is needed). pip and setuptools are removed afterwards: the runtime
-# never installs anything, and the final stage copies only the venv.
+# never installs anything, and the final stage copies only the venv. The wheels' native
+# modules keep their debug info (uvloop's is 13 MB, 2 MB stripped): binutils' strip,
+# installed here only, removes it.
 FROM ${BASE_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends binutils \
+ && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md /src/
 COPY kafkalite /src/kafkalite
 RUN python3 -m venv /opt/kafkalite \
  && /opt/kafkalite/bin/pip install /src \
  && /opt/kafkalite/bin/pip uninstall -y pip setuptools \
+ && find /opt/kafkalite -name '*.so' -exec strip --strip-debug {} + \
  && /opt/kafkalite/bin/kafkalite --help >/dev/null
 
 FROM ${BASE_IMAGE}
@@ -48,8 +54,9 @@ WORKDIR /var/lib/kafkalite
 # Declared after the chown so a new named volume starts out owned by kafkalite.
 VOLUME ["/var/lib/kafkalite"]
 EXPOSE 9092
-# `kafkalite health` reads the same KAFKALITE_* settings as the broker and exits 0 once
-# it answers ApiVersions and Metadata. Docker-format only: OCI images drop HEALTHCHECK.
+# `kafkalite health` exits 0 once localhost:9092 answers ApiVersions and Metadata. If you
+# move the listener, move the check too: --health-cmd 'kafkalite health
+# --bootstrap-server localhost:PORT'. Docker-format only: OCI images drop HEALTHCHECK.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
     CMD ["kafkalite", "health"]
 # The broker is PID 1 and stops cleanly on SIGTERM (docker stop), closing its segments.

@@ -36,9 +36,6 @@ say() { printf '[docker-smoke] %s\n' "$*"; }
 fail() { printf '[docker-smoke] FAIL: %s\n' "$*" >&2; exit 1; }
 skip() { printf 'SKIP: docker-smoke: %s\n' "$*"; exit 0; }
 
-[ -x "$PY" ] || fail "no client interpreter at $PY (run scripts/test.sh once, or set KAFKALITE_SMOKE_PYTHON)"
-"$PY" -c 'import kafka' 2>/dev/null || fail "$PY cannot import kafka (kafka-python); install '.[test]'"
-
 can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
 
 apt_install() {
@@ -68,22 +65,29 @@ case "$BUILDER" in
   none) skip "no Docker engine (docker info fails), no buildah, and cannot install buildah (needs root and apt-get)" ;;
   *) fail "KAFKALITE_SMOKE_BUILDER must be docker or buildah, not $BUILDER" ;;
 esac
+[ -x "$PY" ] || fail "no client interpreter at $PY (run scripts/test.sh once, or set KAFKALITE_SMOKE_PYTHON)"
+"$PY" -c 'import kafka' 2>/dev/null || fail "$PY cannot import kafka (kafka-python); install '.[test]'"
 
 if [ "$BUILDER" = buildah ]; then
   need=()
   command -v buildah >/dev/null || need+=(buildah)
   command -v debootstrap >/dev/null || need+=(debootstrap)
   command -v ip >/dev/null || need+=(iproute2)
+  command -v pgrep >/dev/null || need+=(procps)
   if [ ${#need[@]} -gt 0 ]; then
     can_apt || skip "buildah path needs ${need[*]}, and cannot install them (needs root and apt-get)"
     apt_install "${need[@]}"
   fi
-  mkdir -p "$CACHE"
   BUILDAH=(buildah --root "$CACHE/storage" --runroot "$CACHE/run")
   if [ -n "${KAFKALITE_BUILDAH_STORAGE_DRIVER:-}" ]; then
     BUILDAH+=(--storage-driver "$KAFKALITE_BUILDAH_STORAGE_DRIVER")
   fi
 fi
+
+# One run at a time per cache: runs share the base, the layer cache and the image name.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/lock"
+flock -w 900 9 || fail "another docker-smoke run held $CACHE/lock for 15 minutes"
 
 WORK=$(mktemp -d /tmp/kafkalite-docker-smoke.XXXXXX)
 DATA=$WORK/data
@@ -176,6 +180,14 @@ build_image() {
       || { tail -40 "$WORK/build.log" >&2; fail "docker build failed"; }
   else
     ensure_base
+    # Each build of changed sources leaves its old layers behind; past a bound, drop them
+    # all (the next build re-runs the Dockerfile's RUN steps, the base stays).
+    local used
+    used=$(du -sm "$CACHE/storage" 2>/dev/null | cut -f1)
+    if [ "${used:-0}" -gt 1500 ]; then
+      say "layer cache at ${used} MB: pruning unused images"
+      "${BUILDAH[@]}" rmi --prune >/dev/null || true
+    fi
     say "building $IMAGE with buildah bud (isolation chroot, base $BASE)"
     # Docker format: the OCI format has no HEALTHCHECK. --layers keeps a layer cache.
     timeout 900 "${BUILDAH[@]}" bud --isolation=chroot --pull=never --format docker --layers \
