@@ -206,6 +206,25 @@ def topic(make_topic) -> str:
     return make_topic()
 
 
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", "kafkalite_gap(reason): asserts Apache Kafka's behaviour where kafkalite is "
+        "known to differ (COMPATIBILITY_matrix.md); a strict xfail against the spawned "
+        "kafkalite, an ordinary test against KAFKA_BOOTSTRAP")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    # Against the spawned kafkalite a known gap is an expected failure, and a strict one: once
+    # kafkalite is fixed the test passes, the xfail turns into a failure and the marker must go.
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        return
+    for item in items:
+        gap = item.get_closest_marker("kafkalite_gap")
+        if gap is not None:
+            item.add_marker(pytest.mark.xfail(reason=f"kafkalite gap: {gap.args[0]}",
+                                              strict=True))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if PROTOCOL_COUNTS["run"] or PROTOCOL_COUNTS["skipped"]:
         tr = terminalreporter
