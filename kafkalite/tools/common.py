@@ -66,24 +66,34 @@ def add_command(sub: argparse._SubParsersAction, name: str, func: Callable, help
     return parser
 
 
-def positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {n}")
-    return n
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"expected a number of at least {low}, got {n}")
+        return n
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {n}")
-    return n
+positive_int = _int_at_least(1)
+non_negative_int = _int_at_least(0)
+
+
+def report_deletions(args: argparse.Namespace, deleted: list[str], what: str,
+                     failure: CliError | None) -> int:
+    """Print what was deleted ("Deleted topic x.") or {"deleted": [...]}, then fail if one did."""
+    from .output import emit_json
+    if args.json:
+        emit_json({"deleted": deleted})
+    else:
+        for name in deleted:
+            print(f"Deleted {what} {name}.")
+    if failure is not None:
+        raise failure
+    return 0
 
 
 def key_value(text: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from .common import (CliError, add_command, check_code, coordinator_for, kafka_error,
-                     open_admin, send)
+                     open_admin, report_deletions, send)
 from .output import emit_json, table
 from .reset_plan import add_reset_arguments, plan_reset
 
@@ -198,14 +198,7 @@ def _delete(args: argparse.Namespace) -> int:
                 failure = kafka_error(code)
             else:
                 failure = CliError(f"cannot delete group '{group}': {outcome}")
-    if args.json:
-        emit_json({"deleted": deleted})
-    else:
-        for group in deleted:
-            print(f"Deleted consumer group '{group}'.")
-    if failure is not None:
-        raise failure
-    return 0
+    return report_deletions(args, deleted, "consumer group", failure)
 
 
 def _reset_offsets(args: argparse.Namespace) -> int:

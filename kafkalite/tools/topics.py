@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from .common import (add_command, check_code, key_value, kafka_error, open_admin,
-                     positive_int, send)
+                     positive_int, report_deletions, send)
 from .output import emit_json, table
 
 TOPIC_RESOURCE = 2           # ConfigResource.Type.TOPIC
@@ -255,14 +255,7 @@ def _delete(args: argparse.Namespace) -> int:
                 failure = kafka_error(code, message)
             continue
         done.append(entry["name"])
-    if args.json:
-        emit_json({"deleted": done})
-    else:
-        for name in done:
-            print(f"Deleted topic {name}.")
-    if failure is not None:
-        raise failure
-    return 0
+    return report_deletions(args, done, "topic", failure)
 
 
 def require_topic(admin, name: str) -> dict:

@@ -118,7 +118,7 @@ def test_active_group_is_refused_then_deleted(cli, kafka_broker, group_with_offs
 
     r = cli("groups", "delete", "--group", group)
     assert r.code == 0, r.err
-    assert r.out.strip() == f"Deleted consumer group '{group}'."
+    assert r.out.strip() == f"Deleted consumer group {group}."
     r = cli("groups", "describe", "--group", group)
     assert_one_error_line(r, 1, "error: GROUP_ID_NOT_FOUND:", group)
     r = cli("groups", "delete", "--group", group)
