@@ -58,7 +58,7 @@ class ConnectorPlan:
     conf: dict[str, str]
     how: str
     install: SparkInstall
-    notes: list[str] = field(default_factory=list)
+    m2_missing: list[str] = field(default_factory=list)
     temp_dir: str | None = None
 
     def cleanup(self) -> None:
@@ -113,7 +113,7 @@ def plan_connector(jars: str | None = None, ivy_settings: str | None = None,
     if offline:
         raise ConnectorError(explain(install, missing, m2))
     return ConnectorPlan(packages, f"{install.connector} from remote repositories", install,
-                         notes=[f"not all in {m2}: {', '.join(missing)}"])
+                         m2_missing=missing)
 
 
 def _expand_jars(spec: str, install: SparkInstall) -> list[str]:

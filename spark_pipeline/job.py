@@ -17,6 +17,7 @@ import argparse
 import os
 import re
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -184,9 +185,28 @@ def options_from_args(args: argparse.Namespace) -> JobOptions:
                       max_offsets_per_trigger=args.max_offsets_per_trigger)
 
 
+def unreachable(bootstrap: str, timeout_s: float = 5.0) -> str | None:
+    """Why no bootstrap server accepts a connection, or None when one does. Checked before
+    Spark starts: its Kafka admin client would otherwise retry for minutes."""
+    problems = []
+    for server in filter(None, (s.strip() for s in bootstrap.split(","))):
+        host, _, port = server.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return None
+        except (OSError, ValueError) as exc:
+            problems.append(f"{server}: {exc}")
+    return "no broker reachable: " + ("; ".join(problems) or f"empty --bootstrap {bootstrap!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from .session import build_session
+
+    problem = unreachable(args.bootstrap)
+    if problem:
+        print(f"job: {problem}", file=sys.stderr)
+        return 2
 
     try:
         plan = plan_connector(args.jars, args.ivy_settings, args.offline)

@@ -69,7 +69,8 @@ def build_session(app_name: str = "kafkalite-spark", plan: ConnectorPlan | None 
     except Exception as exc:  # the launcher's own error text has been printed to stderr
         if plan is None or "JAVA_GATEWAY_EXITED" not in f"{type(exc).__name__} {exc}":
             raise
-        what = [f"resolving {plan.how} failed (Spark's report is printed above)", *plan.notes]
+        what = [f"resolving {plan.how} failed (Spark's report is printed above)",
+                *(f"{path} (not in the local Maven repository)" for path in plan.m2_missing)]
         raise ConnectorError(explain(plan.install, what)) from exc
     spark.sparkContext.setLogLevel(log_level)
     return spark

@@ -155,3 +155,35 @@ def test_command_lines():
     assert trigger_kwargs("processing-time=500ms") == {"processingTime": "500 milliseconds"}
     with pytest.raises(SystemExit):
         job_args(["--bootstrap", "x:1", "--checkpoint", "c", "--trigger", "once"])
+
+
+def test_job_refuses_an_unreachable_bootstrap_before_starting_spark():
+    import socket
+
+    from spark_pipeline.job import unreachable
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert unreachable(f"127.0.0.1:{port}") is None
+        # one good server in the list is enough, as for a Kafka client's bootstrap list
+        assert unreachable(f"127.0.0.1:1,127.0.0.1:{port}") is None
+    msg = unreachable(f"127.0.0.1:{port}")
+    assert msg and msg.startswith("no broker reachable") and f"127.0.0.1:{port}" in msg
+
+
+def test_demo_table_shows_top_pages_and_the_best_seller_per_window():
+    from spark_pipeline.demo import top_pages_table
+
+    def row(page, views, buys=0):
+        return {"window_start": "2024-01-01T10:00:00Z", "window_end": "2024-01-01T10:01:00Z",
+                "page": page, "views": views, "events": views, "unique_users": 1, "clicks": 0,
+                "purchases": buys, "conversion_rate": buys / views}
+
+    table = top_pages_table([row("/", 10), row("/cart", 8), row("/product/p001", 4, 1),
+                             row("/search", 6)], top=2).splitlines()
+    assert table[2].startswith("10:00-10:01") and "/ " in table[2]
+    assert "/cart" in table[3] and "28 events" in table[3]
+    assert "/product/p001" in table[4] and "25.0%" in table[4] and "1 purchases" in table[4]
+    assert len(table) == 5
