@@ -14,7 +14,7 @@ from kafka.structs import TopicPartition as KTP
 
 from kafkalite.coordinator.offsets_log import TOPIC as OFFSETS_TOPIC, partition_for
 
-from .test_groups_helpers import wait_for
+from .test_groups_helpers import Worker, wait_for, wait_split
 
 METADATA = ["héllo ✓ \U0001f600 \\x00 \"quoted\"", "", "x" * 4000]
 
@@ -134,3 +134,48 @@ def test_deleted_topic_takes_its_offsets_and_compaction_bounds_replay(broker_pro
     assert _fetch(bp.bootstrap, group) == after
     bp.restart(hard=True)
     assert _fetch(bp.bootstrap, group) == after
+
+
+def test_live_members_rejoin_after_a_broker_crash_and_lose_nothing(broker_process, tmp_path):
+    """Membership does not survive a restart, committed offsets do: running consumers get
+    UNKNOWN_MEMBER_ID, rejoin, and carry on from what they committed."""
+    bp = broker_process
+    topic, group = f"crash-{uuid.uuid4().hex[:6]}", f"crash-{uuid.uuid4().hex[:6]}"
+    _create(bp.bootstrap, topic, 4)
+    workers = [Worker("confluent", bp.bootstrap, topic, group, tmp_path / f"c{i}.jsonl")
+               for i in range(2)]
+
+    def produce(start: int, n: int) -> None:
+        p = Producer({"bootstrap.servers": bp.bootstrap})
+        for i in range(start, start + n):
+            p.produce(topic, value=b"%d" % i, partition=i % 4)
+        assert p.flush(30) == 0
+
+    def committed() -> dict[int, int]:
+        best: dict[int, int] = {}
+        for w in workers:
+            for e in w.events():
+                if e["ev"] == "commit":
+                    best[e["p"]] = max(best.get(e["p"], 0), e["next"])
+        return best
+
+    try:
+        wait_split(workers, 4, 60, "two members")
+        produce(0, 200)
+        wait_for(lambda: committed() == {p: 50 for p in range(4)}, 60,
+                 lambda: f"the first 200 records to be committed: {committed()}")
+        assigns = [sum(1 for e in w.events() if e["ev"] == "assign") for w in workers]
+        bp.restart(hard=True)
+        produce(200, 200)
+        wait_for(lambda: committed() == {p: 100 for p in range(4)}, 90,
+                 lambda: f"the next 200 records to be committed: {committed()}")
+        wait_split(workers, 4, 60, "the group to re-form")
+        # Both members went through a new rebalance (their old member ids were unknown).
+        assert all(sum(1 for e in w.events() if e["ev"] == "assign") > n
+                   for w, n in zip(workers, assigns))
+    finally:
+        for w in workers:
+            w.stop()
+    processed = {(e["p"], o) for w in workers for e in w.events() if e["ev"] == "recs"
+                 for o in e["offs"]}
+    assert processed == {(p, o) for p in range(4) for o in range(100)}
