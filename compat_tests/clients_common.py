@@ -85,3 +85,21 @@ def assert_stored_codec(target, topic: str, codec: str) -> None:
     """Batches are stored with the codec the producer used (compression.type=producer)."""
     codecs = {b.compression_type for b in stored_batches(target, topic)}
     assert CODECS[codec] in codecs and codecs <= {0, CODECS[codec]}, codecs
+
+
+IDEMPOTENT_RECORDS = [(b"k%d" % i, b"v%d" % i, []) for i in range(15)]
+
+# Consumer settings the three Python-API clients share (kafka-python's names, which aiokafka
+# reuses): short timeouts so group tests stay quick, and a fetch that does not idle long.
+CONSUMER_TIMEOUTS = {"request_timeout_ms": 15000, "session_timeout_ms": 10000,
+                     "heartbeat_interval_ms": 500, "fetch_max_wait_ms": 100}
+
+
+def assert_idempotent_batches(target, topic: str, partition: int) -> None:
+    """One producer id, and sequences running on from 0 without gaps (KIP-98)."""
+    batches = stored_batches(target, topic, partition)
+    assert len({b.producer_id for b in batches}) == 1 and batches[0].producer_id >= 0
+    seq = 0
+    for b in batches:
+        assert b.base_sequence == seq, "sequences must run on from 0 without gaps"
+        seq += b.last_offset_delta + 1

@@ -19,7 +19,7 @@ from compat_tests.clients_common import wait_for
 from compat_tests.conftest import unique
 from compat_tests.protocol_cases import (DATA_RECORDS, NONE, TOPIC_RETENTION_MS,
                                          UNKNOWN_TOPIC_OR_PARTITION, Ctx, batch, check)
-from compat_tests.protocol_cases_groups import COMMIT_METADATA, committed_group, commit, \
+from compat_tests.protocol_cases_groups import COMMIT_METADATA, commit, \
     fetch_offset, find_coordinator
 from compat_tests.wire import Conn
 
@@ -192,13 +192,21 @@ def create_partitions(ctx: Ctx, conn: Conn, v: int) -> None:
     ctx.target.wait_for_leaders(name, 3)
 
 
-@check(42)
-def delete_groups(ctx: Ctx, conn: Conn, v: int) -> None:
-    group = unique("delgroup")
+def empty_group_with_offset(ctx: Ctx, kind: str) -> str:
+    """A fresh group with no members and offset 1 committed for the data topic."""
+    group = unique(kind)
     find_coordinator(ctx, group)
     with ctx.target.conn() as c:
         r = commit(c, ctx.target.version(8), group, ctx.data_topic, 1)
-    assert r.topics[0].partitions[0].error_code == NONE
+        assert r.topics[0].partitions[0].error_code == NONE
+        assert fetch_offset(c, ctx.target.version(9), group, ctx.data_topic) == \
+            (1, COMMIT_METADATA)
+    return group
+
+
+@check(42)
+def delete_groups(ctx: Ctx, conn: Conn, v: int) -> None:
+    group = empty_group_with_offset(ctx, "delgroup")
     resp = conn.call(42, v, {"groups_names": [group]})
     assert [(x.group_id, x.error_code) for x in resp.results] == [(group, NONE)], resp
     with ctx.target.conn() as c:
@@ -207,13 +215,7 @@ def delete_groups(ctx: Ctx, conn: Conn, v: int) -> None:
 
 @check(47)
 def offset_delete(ctx: Ctx, conn: Conn, v: int) -> None:
-    group = unique("offdel")
-    find_coordinator(ctx, group)
-    with ctx.target.conn() as c:
-        r = commit(c, ctx.target.version(8), group, ctx.data_topic, 1)
-        assert r.topics[0].partitions[0].error_code == NONE
-        assert fetch_offset(c, ctx.target.version(9), group, ctx.data_topic) == \
-            (1, COMMIT_METADATA)
+    group = empty_group_with_offset(ctx, "offdel")
     resp = conn.call(47, v, {"group_id": group, "topics": [
         {"name": ctx.data_topic, "partitions": [{"partition_index": 0}]}]})
     assert resp.error_code == NONE, resp

@@ -16,9 +16,11 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, Records
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.structs import OffsetAndMetadata
 
-from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, COMPRESSIBLE, ONE_MB,
-                                         SAMPLES, assert_stored_codec, big_value,
-                                         norm_headers, stored_batches)
+from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, COMPRESSIBLE,
+                                         CONSUMER_TIMEOUTS, ONE_MB,
+                                         SAMPLES, IDEMPOTENT_RECORDS, assert_idempotent_batches,
+                                         assert_stored_codec, big_value,
+                                         norm_headers)
 from compat_tests.conftest import unique
 
 SAMPLES_AIO = [s for s in SAMPLES if s[0] is not None or s[1] is not None]
@@ -34,8 +36,7 @@ def consumer(bootstrap, **kw) -> AIOKafkaConsumer:
     kw.setdefault("auto_offset_reset", "earliest")
     kw.setdefault("enable_auto_commit", False)
     return AIOKafkaConsumer(bootstrap_servers=bootstrap, client_id="compat-aiokafka",
-                            request_timeout_ms=15000, session_timeout_ms=10000,
-                            heartbeat_interval_ms=500, fetch_max_wait_ms=100, **kw)
+                            **CONSUMER_TIMEOUTS, **kw)
 
 
 async def admin_client(bootstrap) -> AIOKafkaAdminClient:
@@ -113,18 +114,13 @@ async def test_idempotent_producer(target, bootstrap, make_topic):
     await p.start()
     try:
         for part in (0, 1):
-            await produce_all(p, topic, [(b"k%d" % i, b"v%d" % i, []) for i in range(15)], part)
+            await produce_all(p, topic, IDEMPOTENT_RECORDS, part)
     finally:
         await p.stop()
     for part in (0, 1):
         got = await read_all(bootstrap, topic, 15, partition=part)
-        assert [m.value for m in got] == [b"v%d" % i for i in range(15)]
-        batches = stored_batches(target, topic, part)
-        assert len({b.producer_id for b in batches}) == 1 and batches[0].producer_id >= 0
-        seq = 0
-        for b in batches:
-            assert b.base_sequence == seq
-            seq += b.last_offset_delta + 1
+        assert [m.value for m in got] == [v for _k, v, _h in IDEMPOTENT_RECORDS]
+        assert_idempotent_batches(target, topic, part)
 
 
 async def test_group_commit_and_rebalance(bootstrap, make_topic):

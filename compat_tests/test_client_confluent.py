@@ -14,8 +14,9 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 from confluent_kafka import ConsumerGroupTopicPartitions
 
 from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, COMPRESSIBLE, ONE_MB,
-                                         SAMPLES, assert_stored_codec, big_value,
-                                         norm_headers, stored_batches, wait_for)
+                                         SAMPLES, IDEMPOTENT_RECORDS, assert_idempotent_batches,
+                                         assert_stored_codec, big_value,
+                                         norm_headers, wait_for)
 from compat_tests.conftest import unique
 
 
@@ -100,16 +101,11 @@ def test_idempotent_producer(target, bootstrap, make_topic):
     topic = make_topic(partitions=2)
     p = producer(bootstrap, **{"enable.idempotence": True})
     for part in (0, 1):
-        produce_all(p, topic, [(b"k%d" % i, b"v%d" % i, []) for i in range(15)], part)
+        produce_all(p, topic, IDEMPOTENT_RECORDS, part)
     for part in (0, 1):
         got = read_all(bootstrap, topic, 15, partition=part)
-        assert [m.value() for m in got] == [b"v%d" % i for i in range(15)]
-        batches = stored_batches(target, topic, part)
-        assert len({b.producer_id for b in batches}) == 1 and batches[0].producer_id >= 0
-        seq = 0
-        for b in batches:
-            assert b.base_sequence == seq
-            seq += b.last_offset_delta + 1
+        assert [m.value() for m in got] == [v for _k, v, _h in IDEMPOTENT_RECORDS]
+        assert_idempotent_batches(target, topic, part)
 
 
 def test_group_commit_and_rebalance(bootstrap, admin, make_topic):

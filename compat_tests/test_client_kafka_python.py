@@ -12,9 +12,11 @@ from kafka import errors as Errors
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
 
-from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, COMPRESSIBLE, ONE_MB,
-                                         SAMPLES, assert_stored_codec, big_value,
-                                         norm_headers, stored_batches, wait_for)
+from compat_tests.clients_common import (BIG_TOPIC_CONFIG, CODECS, COMPRESSIBLE,
+                                         CONSUMER_TIMEOUTS, ONE_MB,
+                                         SAMPLES, IDEMPOTENT_RECORDS, assert_idempotent_batches,
+                                         assert_stored_codec, big_value,
+                                         norm_headers, wait_for)
 from compat_tests.conftest import unique
 
 SAMPLES_KP = [s for s in SAMPLES if s[0] is not None or s[1] is not None]
@@ -30,8 +32,7 @@ def consumer(bootstrap, **kw) -> KafkaConsumer:
     kw.setdefault("auto_offset_reset", "earliest")
     kw.setdefault("enable_auto_commit", False)
     return KafkaConsumer(bootstrap_servers=bootstrap, client_id="compat-kafka-python",
-                         request_timeout_ms=15000, session_timeout_ms=10000,
-                         heartbeat_interval_ms=500, fetch_max_wait_ms=100, **kw)
+                         **CONSUMER_TIMEOUTS, **kw)
 
 
 @pytest.fixture
@@ -111,18 +112,13 @@ def test_idempotent_producer(target, bootstrap, make_topic):
     p = producer(bootstrap, enable_idempotence=True)
     try:
         for part in (0, 1):
-            produce_all(p, topic, [(b"k%d" % i, b"v%d" % i, []) for i in range(15)], part)
+            produce_all(p, topic, IDEMPOTENT_RECORDS, part)
     finally:
         p.close()
     for part in (0, 1):
         got = read_all(bootstrap, topic, 15, partition=part)
-        assert [r.value for r in got] == [b"v%d" % i for i in range(15)]
-        batches = stored_batches(target, topic, part)
-        assert len({b.producer_id for b in batches}) == 1 and batches[0].producer_id >= 0
-        seq = 0
-        for b in batches:
-            assert b.base_sequence == seq, "sequences must run on from 0 without gaps"
-            seq += b.last_offset_delta + 1
+        assert [r.value for r in got] == [v for _k, v, _h in IDEMPOTENT_RECORDS]
+        assert_idempotent_batches(target, topic, part)
 
 
 def test_group_commit_and_rebalance(bootstrap, admin, make_topic):
