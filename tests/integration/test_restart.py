@@ -108,3 +108,38 @@ def test_torn_tail_is_truncated_after_kill(broker_process):
     assert os.path.getsize(seg) == size
     assert consume("kafka-python", bp.bootstrap, topic, {0: 500}) == before
     assert produce("kafka-python", bp.bootstrap, topic, [(0, b"x", b"y", [], None)]) == [(0, 500)]
+
+
+def test_idempotent_producer_retries_across_a_crash(broker_process):
+    """The broker is killed while an idempotent producer has batches in flight and comes
+    back; the producer retries them with the same sequence numbers, and the broker, with
+    its producer state rebuilt from the log, keeps exactly one copy of each record."""
+    import time
+
+    import confluent_kafka as ck
+    bp = broker_process
+    topic = create_topic(bp.bootstrap, "retried", 3)
+    errors: list = []
+    p = ck.Producer({"bootstrap.servers": bp.bootstrap, "enable.idempotence": True,
+                     "linger.ms": 2, "batch.num.messages": 200, "message.timeout.ms": 60_000,
+                     "retry.backoff.ms": 100, "reconnect.backoff.max.ms": 500})
+    n = 6000
+    cb = lambda err, msg: errors.append(err) if err else None  # noqa: E731
+    for i in range(n):
+        if i == n // 2:
+            p.poll(0)
+            bp.kill()       # batches are in flight: some appended, none or some acked
+            bp.start()
+        p.produce(topic, value=b"%06d" % i, key=b"%d" % (i % 3), partition=i % 3,
+                  on_delivery=cb)
+        if i % 500 == 0:
+            p.poll(0)
+    deadline = time.monotonic() + 60
+    while len(p) and time.monotonic() < deadline:
+        p.flush(1)
+    assert len(p) == 0 and errors == []
+    counts = {q: n // 3 for q in range(3)}
+    got = consume("confluent", bp.bootstrap, topic, counts, timeout=60)
+    for q in range(3):
+        assert [r[3] for r in got[q]] == [b"%06d" % i for i in range(q, n, 3)], q
+    assert end_offsets(bp.bootstrap, topic, 3) == [n // 3] * 3  # no duplicates
