@@ -147,22 +147,30 @@ def _consume_confluent(bootstrap, topic, counts, timeout, start, extra):
     return out
 
 
+def _rows(msgs) -> list[Consumed]:
+    """kafka-python's and aiokafka's ConsumerRecords, which share their field names."""
+    return [(m.partition, m.offset, m.key, m.value, _headers(m.headers), m.timestamp_type,
+             m.timestamp) for m in msgs]
+
+
+def _assign(c: Any, tp_cls: Any, topic: str, start: dict[int, int]) -> None:
+    tps = [tp_cls(topic, p) for p in start]
+    c.assign(tps)
+    for tp in tps:
+        c.seek(tp, start[tp.partition])
+
+
 def _consume_kafka_python(bootstrap, topic, counts, timeout, start, extra):
     from kafka import KafkaConsumer, TopicPartition
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                       auto_offset_reset="earliest", **extra)
     out: dict = {p: [] for p in counts}
     try:
-        tps = [TopicPartition(topic, p) for p in counts]
-        c.assign(tps)
-        for tp in tps:
-            c.seek(tp, start[tp.partition])
+        _assign(c, TopicPartition, topic, start)
         deadline = time.monotonic() + timeout
         while not _done(out, counts) and time.monotonic() < deadline:
             for tp, msgs in c.poll(500).items():
-                out[tp.partition] += [(m.partition, m.offset, m.key, m.value,
-                                       _headers(m.headers), m.timestamp_type, m.timestamp)
-                                      for m in msgs]
+                out[tp.partition] += _rows(msgs)
     finally:
         c.close()
     return out
@@ -175,17 +183,11 @@ async def _consume_aiokafka(bootstrap, topic, counts, timeout, start, extra):
     await c.start()
     out: dict = {p: [] for p in counts}
     try:
-        tps = [TopicPartition(topic, p) for p in counts]
-        c.assign(tps)
-        for tp in tps:
-            c.seek(tp, start[tp.partition])
+        _assign(c, TopicPartition, topic, start)
         deadline = time.monotonic() + timeout
         while not _done(out, counts) and time.monotonic() < deadline:
-            got = await c.getmany(timeout_ms=500)
-            for tp, msgs in got.items():
-                out[tp.partition] += [(m.partition, m.offset, m.key, m.value,
-                                       _headers(m.headers), m.timestamp_type, m.timestamp)
-                                      for m in msgs]
+            for tp, msgs in (await c.getmany(timeout_ms=500)).items():
+                out[tp.partition] += _rows(msgs)
     finally:
         await c.stop()
     return out
