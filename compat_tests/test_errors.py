@@ -183,3 +183,28 @@ def test_describe_missing_topic(target):
     assert lo.topics[0].partitions[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
     d = target.call(20, {"topic_names": [name], "topics": [{"name": name}], "timeout_ms": 5000})
     assert [r.error_code for r in d.responses] == [UNKNOWN_TOPIC_OR_PARTITION]
+
+
+def test_clients_producing_to_unknown_topic_auto_create_off(target_with):
+    """The broker's UNKNOWN_TOPIC_OR_PARTITION as clients see it: nothing is created, and the
+    send fails (kafka-python: metadata wait times out; librdkafka: delivery error)."""
+    from confluent_kafka import KafkaError, Producer
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaTimeoutError
+
+    t = target_with({"auto.create.topics.enable": "false"})
+    name = unique("noauto-client")
+    p = KafkaProducer(bootstrap_servers=t.bootstrap, max_block_ms=2000)
+    try:
+        with pytest.raises(KafkaTimeoutError):
+            p.send(name, value=b"v").get(timeout=10)
+    finally:
+        p.close()
+    reports = []
+    cp = Producer({"bootstrap.servers": t.bootstrap, "message.timeout.ms": 3000})
+    cp.produce(name, value=b"v", on_delivery=lambda err, msg: reports.append(err))
+    cp.flush(15)
+    assert len(reports) == 1 and reports[0] is not None
+    assert reports[0].code() in (KafkaError._UNKNOWN_TOPIC, KafkaError._MSG_TIMED_OUT,
+                                 KafkaError.UNKNOWN_TOPIC_OR_PART), reports[0]
+    assert metadata_topic(t, name, allow_auto=False).error_code == UNKNOWN_TOPIC_OR_PARTITION
