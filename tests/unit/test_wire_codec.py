@@ -130,6 +130,15 @@ def test_decode_request_rejects_truncation_ignores_trailing_bytes():
     assert decode_request(3, 4, frame + b"\x00", pos) == decode_request(3, 4, frame, pos)
 
 
+def _decode_as_broker(req):
+    """A kafka-python request through kafkalite's header parser and body decoder."""
+    frame = bytes(request_bytes(req, 4))[4:]
+    key, version, _corr, _client, pos = parse_fixed(frame)
+    if is_flexible(key, version):
+        pos = skip_tagged_fields(frame, pos)
+    return decode_request(key, version, frame, pos)
+
+
 @pytest.mark.parametrize("version", range(3, 12))
 def test_produce_request_from_kafka_python_decodes(version):
     batch = simple_batch(4)
@@ -137,11 +146,7 @@ def test_produce_request_from_kafka_python_decodes(version):
     T = Req.TopicProduceData
     req = Req(transactional_id=None, acks=-1, timeout_ms=1000, topic_data=[
         T(name="t1", partition_data=[T.PartitionProduceData(index=2, records=batch)])])
-    frame = bytes(request_bytes(req, 4))[4:]
-    pos = parse_fixed(frame)[4]
-    if is_flexible(0, version):
-        pos = skip_tagged_fields(frame, pos)
-    r = decode_request(0, version, frame, pos)
+    r = _decode_as_broker(req)
     [td] = r.topic_data
     [pd] = td.partition_data
     assert (td.name, pd.index, bytes(pd.records), r.acks) == ("t1", 2, batch, -1)
@@ -157,11 +162,7 @@ def test_fetch_request_from_kafka_python_decodes(version):
                   T(topic="t1", topic_id=tid, partitions=[T.FetchPartition(
                       partition=1, fetch_offset=42, partition_max_bytes=999)])],
               forgotten_topics_data=[], rack_id="")
-    frame = bytes(request_bytes(req, 4))[4:]
-    pos = parse_fixed(frame)[4]
-    if is_flexible(1, version):
-        pos = skip_tagged_fields(frame, pos)
-    r = decode_request(1, version, frame, pos)
+    r = _decode_as_broker(req)
     [t] = r.topics
     assert (t.topic_id if version >= 13 else t.topic) == (tid if version >= 13 else "t1")
     [p] = t.partitions
