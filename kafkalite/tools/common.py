@@ -33,12 +33,26 @@ class CliError(Exception):
         return f"error: {self.name}: {text}" if self.name else f"error: {text}"
 
 
+def error_name(code: int) -> str:
+    """Kafka's name for an error code (Errors.java), e.g. MESSAGE_TOO_LARGE.
+
+    kio's ErrorCode carries Kafka's names; kafka-python renames a few (its
+    MESSAGE_SIZE_TOO_LARGE, NOT_LEADER_FOR_PARTITION), so it is only the fallback.
+    """
+    from kio.schema.errors import ErrorCode
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        import kafka.errors as Errors
+        return getattr(Errors.for_code(code), "message", None) or f"ERROR_{code}"
+
+
 def kafka_error(code: int, message: str | None = None) -> CliError:
     """CliError for a Kafka error code, with the broker's message or Kafka's description."""
     import kafka.errors as Errors
-    cls = Errors.for_code(code)
-    name = getattr(cls, "message", None) or f"ERROR_{code}"
-    return CliError(message or getattr(cls, "description", None) or name, name)
+    name = error_name(code)
+    return CliError(message or getattr(Errors.for_code(code), "description", None) or name,
+                    name)
 
 
 def check_code(code: int, message: str | None = None) -> None:
@@ -186,12 +200,12 @@ def describe_exception(exc: BaseException) -> CliError:
     import kafka.errors as Errors
     if isinstance(exc, CliError):
         return exc
-    if isinstance(exc, Errors.BrokerResponseError) and exc.message:
+    if isinstance(exc, Errors.BrokerResponseError) and exc.errno is not None:
         detail = str(exc.args[0]) if exc.args else ""
         # kafka-python's own texts quote whole requests; keep only short, human ones.
         if not detail or len(detail) > 200 or "Request '" in detail:
-            detail = exc.description or exc.message
-        return CliError(detail, exc.message)
+            detail = exc.description or ""
+        return kafka_error(exc.errno, detail or None)
     if isinstance(exc, Errors.KafkaTimeoutError):
         return CliError(f"timed out: {exc.args[0] if exc.args else 'no answer from broker'}")
     if isinstance(exc, Errors.KafkaError):

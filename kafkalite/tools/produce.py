@@ -104,7 +104,7 @@ def _json_record(line: bytes, number: int, headers: list, partition: int | None)
     record_partition = obj.get("partition", partition) if partition is None else partition
     timestamp = obj.get("timestamp")
     for name, field in (("partition", record_partition), ("timestamp", timestamp)):
-        if field is not None and (not isinstance(field, int) or field < 0):
+        if field is not None and (type(field) is not int or field < 0):
             raise CliError(f"{where}: {name} must be a non-negative integer")
     return {"key": _encode(obj.get("key")), "value": _encode(obj.get("value")),
             "headers": headers + _json_headers(obj.get("headers"), where),
@@ -121,22 +121,26 @@ def _producer(args: argparse.Namespace):
             **settings, acks=acks, enable_idempotence=acks == -1,
             compression_type=None if args.compression == "none" else args.compression,
             linger_ms=5, max_block_ms=args.timeout,
+            # kafka-python wants delivery >= linger + request timeout
             delivery_timeout_ms=args.timeout + 5 + 1000)
     except Errors.KafkaTimeoutError:
         raise CliError(f"no Kafka broker answered at {args.bootstrap_server} "
                        f"within {args.timeout} ms") from None
 
 
-def _check_topic(producer, args: argparse.Namespace) -> None:
+def _partitions(producer, args: argparse.Namespace) -> set[int]:
     import kafka.errors as Errors
     try:
-        partitions = producer.partitions_for(args.topic)
+        return set(producer.partitions_for(args.topic) or ())
     except Errors.KafkaTimeoutError:
         raise kafka_error(3, f"Topic '{args.topic}' not present in metadata after "
                              f"{args.timeout} ms.") from None
-    if args.partition is not None and args.partition not in (partitions or ()):
-        raise kafka_error(3, f"Partition {args.partition} of topic '{args.topic}' does not "
-                             f"exist (the topic has {len(partitions or ())}).")
+
+
+def _check_partition(partition: int | None, partitions: set[int], topic: str) -> None:
+    if partition is not None and partition not in partitions:
+        raise kafka_error(3, f"Partition {partition} of topic '{topic}' does not exist "
+                             f"(the topic has {len(partitions)}).")
 
 
 def _produce(args: argparse.Namespace) -> int:
@@ -146,9 +150,11 @@ def _produce(args: argparse.Namespace) -> int:
     producer = _producer(args)
     sent = 0
     try:
-        _check_topic(producer, args)
+        partitions = _partitions(producer, args)
+        _check_partition(args.partition, partitions, args.topic)
         pending = []
         for record in _records(args):
+            _check_partition(record["partition"], partitions, args.topic)
             try:
                 pending.append(producer.send(args.topic, **record))
             except ValueError as e:

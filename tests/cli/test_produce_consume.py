@@ -106,6 +106,12 @@ def test_produce_and_consume_errors(cli, kafka_topic, new_name):
     assert_one_error_line(r, 1, "error:", "line 1", "invalid JSON")
     r = cli("produce", "--topic", topic, "--partition", "5", "--value", "x")
     assert_one_error_line(r, 1, "error: UNKNOWN_TOPIC_OR_PARTITION:", "Partition 5")
+    r = cli("produce", "--topic", topic, "--format", "json",
+            stdin='{"value": "x", "partition": 7}')
+    assert_one_error_line(r, 1, "error: UNKNOWN_TOPIC_OR_PARTITION:", "Partition 7")
+    # Kafka's name for error 10, not kafka-python's MESSAGE_SIZE_TOO_LARGE
+    r = cli("produce", "--topic", topic, stdin="v" * 2_000_000 + "\n")
+    assert_one_error_line(r, 1, "error: MESSAGE_TOO_LARGE:")
     missing = new_name("nosuch")
     r = cli("consume", "--topic", missing, "--count", "1", *IDLE)
     assert_one_error_line(r, 1, "error: UNKNOWN_TOPIC_OR_PARTITION:", missing)
