@@ -260,6 +260,18 @@ image_run() {
       -v "$DATA:/var/lib/kafkalite" "$ctr" -- "$@"
 }
 
+# Ready = answers an ApiVersions v0 request. A bare TCP connect is not enough: docker's
+# port proxy accepts connections before the broker inside listens.
+READY='
+import socket, struct, sys
+client = b"docker-smoke"
+frame = struct.pack(">hhih", 18, 0, 1, len(client)) + client
+with socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.5) as s:
+    s.settimeout(1.0)
+    s.sendall(struct.pack(">i", len(frame)) + frame)
+    sys.exit(0 if len(s.recv(8)) >= 4 else 1)
+'
+
 # start_broker NAME PORT_INSIDE CLIENT_PORT [KEY=VALUE env...]: the image's own
 # ENTRYPOINT+CMD in the background; waits until CLIENT_PORT accepts connections.
 start_broker() {
@@ -281,8 +293,7 @@ start_broker() {
     BROKER_PID=$!
   fi
   for i in $(seq 1 300); do
-    if "${IN_NET[@]}" "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" \
-         2>/dev/null; then
+    if "${IN_NET[@]}" "$PY" -c "$READY" "$port" 2>/dev/null; then
       say "broker $name is listening (image port $inside, clients at 127.0.0.1:$port)"
       return
     fi
