@@ -98,6 +98,11 @@ class _IndexFile:
         if self._fd is not None:
             os.fsync(self._fd)
 
+    def dup_fd(self) -> int | None:
+        """A duplicate of the write descriptor (None before the first append), for an fsync
+        in another thread that must not race with close()."""
+        return None if self._fd is None else os.dup(self._fd)
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

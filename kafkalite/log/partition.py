@@ -314,6 +314,11 @@ class PartitionLog:
         self.unflushed_messages = 0
         self.last_flush_ms = _now_ms()
 
+    def sync_handles(self) -> list[int]:
+        """Descriptors whose fsync makes every append so far durable (earlier segments were
+        flushed when they rolled); the caller closes them."""
+        return self.active.sync_handles()
+
     def maybe_flush_by_time(self, now_ms: int) -> None:
         if self.unflushed_messages and now_ms - self.last_flush_ms >= self.config.flush_ms:
             self.flush()

@@ -238,6 +238,16 @@ class Segment:
         self.index.flush()
         self.time_index.flush()
 
+    def sync_handles(self) -> list[int]:
+        """Duplicated descriptors of this segment's files: an fsync on them in a worker
+        thread stays valid while the event loop rolls, closes or deletes the segment."""
+        fds = [os.dup(self.fd)]
+        for idx in (self.index, self.time_index):
+            fd = idx.dup_fd()
+            if fd is not None:
+                fds.append(fd)
+        return fds
+
     def deactivate(self) -> None:
         """The segment rolled: no more appends, so index memory and fds can go."""
         self.seal_time_index()

@@ -245,3 +245,27 @@ async def test_list_offsets_all_versions(broker, version):
     if version >= 7:
         want.append((0, 5, ts + 21))
     assert answers == want
+
+
+async def test_fsync_before_ack_survives_a_roll_meanwhile(tmp_path):
+    """acks=all with kafkalite.fsync.before.ack fsyncs in a worker thread; the segment it
+    appended to may roll (closing its index descriptors) before that thread runs."""
+    import asyncio
+    b = Broker(BrokerConfig({"log.dirs": str(tmp_path), "kafkalite.fsync.before.ack": "true",
+                             "listeners": "PLAINTEXT://127.0.0.1:19092"}))
+    b.open()
+    try:
+        b.create_topic("durable", 2)
+        p0 = b.logs.partition("durable", 0)
+        tasks = [asyncio.ensure_future(call(b, produce_req(9, "durable", [(0, simple_batch(2)),
+                                                                          (1, simple_batch(1))]),
+                                            ProduceResponse, corr=i)) for i in range(20)]
+        for _ in range(20):
+            await asyncio.sleep(0)
+            p0.roll()
+        results = await asyncio.gather(*tasks)
+        codes = {p.error_code for r in results for p in r.responses[0].partition_responses}
+        assert codes == {0}
+        assert p0.log_end_offset == 40 and len(p0.segments) == 2
+    finally:
+        b.close()

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 import time
 
@@ -151,7 +152,22 @@ async def handle(ctx, req):
                                    "the client refreshes metadata, as Kafka does")
         return None
     if acks == -1 and touched and broker.config["kafkalite.fsync.before.ack"]:
-        loop = asyncio.get_running_loop()
-        for p in {id(p): p for p in touched}.values():
-            await loop.run_in_executor(None, p.flush)
+        fds = [fd for p in {id(p): p for p in touched}.values() for fd in p.sync_handles()]
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+        except OSError as e:
+            results = [(name, [r if r[1] else _partition_result(
+                r[0], ErrorCode.kafka_storage_error, message=f"fsync failed: {e}")
+                for r in parts]) for name, parts in results]
     return [encode_response(ctx.api_version, results)]
+
+
+def _fsync_all(fds: list[int]) -> None:
+    """In a worker thread, on duplicated descriptors: a roll or retention running meanwhile
+    on the event loop may close the originals."""
+    try:
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
