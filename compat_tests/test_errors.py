@@ -25,7 +25,7 @@ import pytest
 
 from compat_tests.conftest import unique
 from compat_tests.protocol_cases import DATA_RECORDS, Ctx, batch, fetch_fields
-from compat_tests.protocol_cases_groups import COMMIT_METADATA, stable_group
+from compat_tests.protocol_cases_groups import COMMIT_METADATA, find_coordinator, stable_group
 
 UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE, LEADER_NOT_AVAILABLE = 3, 1, 5
 MESSAGE_TOO_LARGE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 10, 17, 36
@@ -208,3 +208,53 @@ def test_clients_producing_to_unknown_topic_auto_create_off(target_with):
     assert reports[0].code() in (KafkaError._UNKNOWN_TOPIC, KafkaError._MSG_TIMED_OUT,
                                  KafkaError.UNKNOWN_TOPIC_OR_PART), reports[0]
     assert metadata_topic(t, name, allow_auto=False).error_code == UNKNOWN_TOPIC_OR_PARTITION
+
+
+# More answers, same sources: LogValidator.validateKey (a compacted topic needs keys:
+# INVALID_RECORD); ReplicationControlManager.createTopic through the config validator (an
+# unknown config name or a bad value: INVALID_CONFIG, 40); Partition.deleteRecordsOnLeader and
+# UnifiedLog.maybeIncrementLogStartOffset (past the high watermark: OFFSET_OUT_OF_RANGE; -1 means
+# the high watermark; a compacted topic: POLICY_VIOLATION, 44); KafkaApis.handleOffsetCommitRequest
+# (a missing topic: UNKNOWN_TOPIC_OR_PARTITION per partition).
+INVALID_RECORD, INVALID_CONFIG, POLICY_VIOLATION = 87, 40, 44
+
+
+@pytest.mark.kafkalite_gap("records without a key are accepted into compacted topics")
+def test_compacted_topic_needs_keys(target, make_topic):
+    topic = make_topic(config={"cleanup.policy": "compact"})
+    fields = Ctx.produce_fields(topic, uuid.UUID(int=0), batch([(None, b"no key", [])]))
+    part = target.call(0, fields, min(target.version(0), 12)).responses[0].partition_responses[0]
+    assert part.error_code == INVALID_RECORD, part
+    assert produce_one(target, topic, b"keyed").error_code == 0
+
+
+@pytest.mark.parametrize("config", [{"no.such.config": "1"}, {"retention.ms": "soon"}],
+                         ids=["unknown-name", "bad-value"])
+def test_create_topic_invalid_config(target, config):
+    name = unique("badcfg")
+    assert create(target, name, config=config).error_code == INVALID_CONFIG
+    assert metadata_topic(target, name, False).error_code == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _delete_records(target, topic: str, offset: int):
+    r = target.call(21, {"topics": [{"name": topic, "partitions": [
+        {"partition_index": 0, "offset": offset}]}], "timeout_ms": 15000})
+    return r.topics[0].partitions[0]
+
+
+def test_delete_records_bounds(target, make_topic):
+    topic = make_topic()
+    for v in (b"a", b"b", b"c"):
+        assert produce_one(target, topic, v).error_code == 0
+    assert _delete_records(target, topic, 10).error_code == OFFSET_OUT_OF_RANGE
+    p = _delete_records(target, topic, -1)  # -1: up to the high watermark
+    assert (p.error_code, p.low_watermark) == (0, 3), p
+    compacted = make_topic(config={"cleanup.policy": "compact"})
+    assert _delete_records(target, compacted, 0).error_code == POLICY_VIOLATION
+
+
+def test_commit_for_missing_topic(target):
+    group = unique("commit-missing")
+    find_coordinator(Ctx(target), group)
+    code = _commit(target, group, unique("nosuch"), -1, "")
+    assert code == UNKNOWN_TOPIC_OR_PARTITION
