@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 
 import pytest
 
@@ -191,3 +192,32 @@ def test_api_versions_invalid_software_name(target):
         frame = c.recv_frame()
     # Response header v0, then the body's error code (no need to decode the rest).
     assert struct.unpack_from(">h", frame, 4)[0] == 42  # INVALID_REQUEST
+
+
+def test_timestamp_bounds_follow_topic_config(target, ctx, make_topic):
+    """LogValidator.validateTimestamp: a CreateTime record outside
+    [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms] is
+    INVALID_TIMESTAMP (32). The bound is read from the topic; set here so every target has one
+    (3.x defaults to Long.MAX, 4.x to one hour)."""
+    topic = make_topic(config={"message.timestamp.after.max.ms": "60000",
+                               "message.timestamp.before.max.ms": "86400000"})
+    now = int(time.time() * 1000)
+    for ts in (now + 600_000, now - 2 * 86_400_000):
+        part = produce(target, topic, batch([(None, b"t", [])], timestamp=ts))
+        assert part.error_code == 32, f"timestamp {ts - now:+d} ms: {part}"
+    assert produce(target, topic, batch([(None, b"now", [])], timestamp=now)).error_code == 0
+
+
+def test_metadata_by_topic_id(target, ctx, topic):
+    """KafkaApis.handleTopicMetadataRequest: from v12 topics may be asked by id alone; an
+    unknown id is UNKNOWN_TOPIC_ID (100)."""
+    if target.versions[3][1] < 12:
+        pytest.skip("topic ids in Metadata need v12+")
+    tid = ctx.topic_id(topic)
+    resp = target.call(3, {"topics": [{"name": None, "topic_id": tid}],
+                           "allow_auto_topic_creation": False}, 12)
+    assert [(t.error_code, t.name, t.topic_id) for t in resp.topics] == [(0, topic, tid)]
+    other = uuid.uuid4()
+    resp = target.call(3, {"topics": [{"name": None, "topic_id": other}],
+                           "allow_auto_topic_creation": False}, 12)
+    assert [(t.error_code, t.topic_id) for t in resp.topics] == [(100, other)]
