@@ -22,8 +22,13 @@ from kafka.record.default_records import DefaultRecordBatch
 from compat_tests.wire import Conn, ConnectionClosed
 from kafkalite.testing import BrokerProcess
 
-__all__ = ["Broker", "Conn", "ConnectionClosed", "CorruptBatchServed", "Rec", "fetch_range",
+__all__ = ["Broker", "Conn", "ConnectionClosed", "CorruptBatchServed", "OffsetOutOfRange",
+           "Rec", "fetch_range",
            "list_offsets", "create_topic", "offset_fetch", "produce_batch", "build_batch"]
+
+
+class OffsetOutOfRange(AssertionError):
+    """Fetch answered OFFSET_OUT_OF_RANGE (retention moved the log start meanwhile)."""
 
 
 class CorruptBatchServed(AssertionError):
@@ -149,6 +154,23 @@ def decode_batches(data: bytes) -> tuple[list[Rec], int]:
     return out, next_offset
 
 
+def fetch_raw(conn: Conn, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
+    """The record bytes of one sessionless Fetch v11 of one partition."""
+    resp = conn.call(1, 11, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes,
+        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+        "forgotten_topics_data": [], "rack_id": "",
+        "topics": [{"topic": topic, "partitions": [
+            {"partition": partition, "fetch_offset": offset, "current_leader_epoch": -1,
+             "log_start_offset": -1, "partition_max_bytes": max_bytes}]}]})
+    part = resp.responses[0].partitions[0]
+    if part.error_code == 1:
+        raise OffsetOutOfRange(f"Fetch {topic}-{partition}@{offset}: OFFSET_OUT_OF_RANGE")
+    if part.error_code:
+        raise AssertionError(f"Fetch {topic}-{partition}@{offset}: error {part.error_code}")
+    return bytes(part.records or b"")
+
+
 def fetch_range(conn: Conn, topic: str, partition: int, start: int, end: int,
                 max_bytes: int = 1 << 20, deadline_s: float = 120.0) -> list[Rec]:
     """Every record in [start, end) through sessionless Fetch v11 requests."""
@@ -158,20 +180,9 @@ def fetch_range(conn: Conn, topic: str, partition: int, start: int, end: int,
     while offset < end:
         if time.monotonic() > deadline:
             raise TimeoutError(f"reading {topic}-{partition} stalled at {offset}")
-        resp = conn.call(1, 11, {
-            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "forgotten_topics_data": [], "rack_id": "",
-            "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "fetch_offset": offset, "current_leader_epoch": -1,
-                 "log_start_offset": -1, "partition_max_bytes": max_bytes}]}]})
-        part = resp.responses[0].partitions[0]
-        if part.error_code:
-            raise AssertionError(f"Fetch {topic}-{partition}@{offset}: error {part.error_code}")
-        recs, nxt = decode_batches(bytes(part.records or b""))
+        recs, nxt = decode_batches(fetch_raw(conn, topic, partition, offset, max_bytes))
         if nxt <= offset:
-            raise AssertionError(f"Fetch {topic}-{partition}@{offset} made no progress "
-                                 f"(high watermark {part.high_watermark})")
+            raise AssertionError(f"Fetch {topic}-{partition}@{offset} made no progress")
         out.extend(r for r in recs if offset <= r.offset < end)
         offset = nxt
     return out

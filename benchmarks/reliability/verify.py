@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .common import Conn, fetch_range, list_offsets, payload
+from .common import Conn, OffsetOutOfRange, fetch_range, list_offsets, payload
 from .workers import Acked, parse_key
 
 
@@ -69,7 +69,17 @@ class Model:
             pm.max_leo = max(pm.max_leo, end)
             begin = max(pm.read_upto, start)
             if begin < end:
-                recs = fetch_range(conn, self.topic, p, begin, end)
+                for _attempt in range(5):
+                    try:
+                        recs = fetch_range(conn, self.topic, p, begin, end)
+                        break
+                    except OffsetOutOfRange:
+                        if not pm.retained:
+                            raise
+                        start = list_offsets(conn, self.topic, [p], -2)[p]
+                        begin = max(pm.read_upto, start)
+                else:
+                    raise AssertionError(f"{self.topic}-{p}: retention outran the reader")
                 expect = begin
                 for r in recs:
                     if r.offset != expect:
@@ -133,7 +143,14 @@ class Model:
         starts = list_offsets(conn, self.topic, parts, -2)
         for p, pm in self.parts.items():
             upto = min(ends[p], pm.read_upto)
-            for r in fetch_range(conn, self.topic, p, starts[p], upto):
+            try:
+                recs = fetch_range(conn, self.topic, p, starts[p], upto)
+            except OffsetOutOfRange:
+                if not pm.retained:
+                    raise
+                start = list_offsets(conn, self.topic, [p], -2)[p]
+                recs = fetch_range(conn, self.topic, p, start, max(start, upto))
+            for r in recs:
                 if pm.view.get(r.offset) != r.key:
                     self._fail(f"{self.topic}-{p}@{r.offset}: now {r.key!r}, earlier "
                                f"{pm.view.get(r.offset)!r}")
