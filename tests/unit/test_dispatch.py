@@ -269,3 +269,35 @@ async def test_fsync_before_ack_survives_a_roll_meanwhile(tmp_path):
         assert p0.log_end_offset == 40 and len(p0.segments) == 2
     finally:
         b.close()
+
+
+@pytest.mark.parametrize("name,version,ok", [
+    ("kafka-python", "3.0.12", True), ("confluent-kafka-python", "2.16.1-rdkafka-2.12.0", True),
+    ("apache-kafka-java", "3.9.0", True), ("x", "1", True),
+    ("bad name!", "1.0", False), ("-lead", "1", False), ("trail.", "1", False),
+    ("ok", "", False), ("ok", "1 0", False)])
+async def test_api_versions_validates_client_software(broker, name, version, ok):
+    """ApiVersionsRequest.isValid (v3+): INVALID_REQUEST and no list for a bad name. The
+    error body stays at the request's version, as Kafka sends it (kafka-python's decoder
+    reads error bodies as v0, so it is checked by hand here)."""
+    for v in (3, 4):
+        req = ApiVersionsRequest[v](client_software_name=name, client_software_version=version)
+        body = b"".join(await broker.dispatch(bytes(request_bytes(req, 9))[4:]))[4:]
+        if ok:
+            assert ApiVersionsResponse.decode(body, version=v).error_code == 0
+        else:  # error, empty compact array, throttle 0, no tagged fields
+            assert body == b"\x00\x2a\x01\x00\x00\x00\x00\x00"
+    r = await call(broker, ApiVersionsRequest[2](), ApiVersionsResponse)
+    assert r.error_code == 0
+
+
+@pytest.mark.parametrize("version,code", [(3, 76), (6, 76), (7, 0), (11, 0)])
+async def test_zstd_needs_produce_v7(broker, version, code):
+    broker.create_topic("z", 1)
+    r = await call(broker, produce_req(version, "z", [(0, simple_batch(3, codec=4))]),
+                   ProduceResponse)
+    assert r.responses[0].partition_responses[0].error_code == code
+    assert broker.logs.partition("z", 0).log_end_offset == (3 if code == 0 else 0)
+    r = await call(broker, produce_req(version, "z", [(0, simple_batch(1, codec=3))]),
+                   ProduceResponse)
+    assert r.responses[0].partition_responses[0].error_code == 0

@@ -8,9 +8,12 @@
 # batches (producerId >= 0) are sequence-checked: duplicates answer their original offset.
 # acks=0 sends no response; if any partition failed, the connection is closed so the client
 # refreshes metadata (as Kafka). acks=-1 with kafkalite.fsync.before.ack fsyncs first.
-# Produce never auto-creates topics (Metadata does). Gaps: transactions; topic
-# compression.type other than `producer` is not applied (batches are stored as sent);
-# timestamp bounds are checked on the batch's base and max timestamps, not per record.
+# zstd batches below v7 get UNSUPPORTED_COMPRESSION_TYPE, as in Kafka's
+# ProduceRequest.validateRecords. Produce never auto-creates topics (Metadata does).
+# Gaps: transactions; topic compression.type other than `producer` is not applied
+# (batches are stored as sent); timestamp bounds are checked on the batch's base and max
+# timestamps, not per record; keyless records are not refused on compacted topics (that
+# would need per-record decoding).
 from __future__ import annotations
 
 import asyncio
@@ -27,6 +30,7 @@ from ..registry import api
 _P3 = struct.Struct(">ihqq")     # index, error, base offset, log append time
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+ZSTD = 4
 
 
 def _partition_result(idx: int, code: int, base: int = -1, append_time: int = -1,
@@ -94,9 +98,14 @@ def _check_timestamps(cfg, h, now: int) -> None:
                          f"(message.timestamp.before/after.max.ms)")
 
 
-def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int) -> tuple:
+def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
+                 version: int = 11) -> tuple:
     """Validate and append one partition's batch; returns its partition result."""
     h = validate_produce_batch(records, p.config.max_message_bytes)
+    if h.compression == ZSTD and version < 7:
+        # ProduceRequest.validateRecords: zstd needs Produce v7+ (KIP-110).
+        raise KafkaError(ErrorCode.unsupported_compression_type,
+                         "zstd-compressed batches need Produce v7 or later")
     _check_timestamps(p.config, h, now)
     state = broker.producer_state(p) if h.producer_id >= 0 else None
     if state is not None:
@@ -137,7 +146,8 @@ async def handle(ctx, req):
                 parts.append(_partition_result(idx, ErrorCode.unknown_topic_or_partition))
                 continue
             try:
-                parts.append(append_batch(broker, name, p, idx, pd.records or b"", now))
+                parts.append(append_batch(broker, name, p, idx, pd.records or b"", now,
+                                          ctx.api_version))
                 touched.append(p)
             except KafkaError as e:
                 parts.append(_partition_result(idx, e.code, message=e.message))
