@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from .connector import ConnectorError, plan_connector
+from .connector import ConnectorError
 from .events import ClickstreamGenerator
 from .generate import produce
 from .job import JobOptions, run
@@ -63,18 +63,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from kafkalite.testing import BrokerProcess
 
-    from .session import build_session
+    from .session import session_with_connector
     from . import transform as t
 
     began = time.monotonic()
+    print("demo: starting Spark (local[2])", flush=True)
     try:
-        plan = plan_connector(args.jars, None, args.offline)
+        spark, plan = session_with_connector("kafkalite-demo", args.jars, None, args.offline,
+                                             say=lambda msg: print(f"demo: {msg}", flush=True))
     except ConnectorError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 2
     work = tempfile.mkdtemp(prefix="kafkalite-demo-")
     broker = BrokerProcess(data_dir=f"{work}/broker")
-    spark = None
     try:
         broker.start()
         print(f"demo: kafkalite broker on {broker.bootstrap} (data in {work}/broker)")
@@ -86,12 +87,6 @@ def main(argv: list[str] | None = None) -> int:
         if stats.failed:
             print(f"demo: producing failed: {stats.first_error}", file=sys.stderr)
             return 1
-        print(f"demo: starting Spark (local[2]); Kafka connector: {plan.how}", flush=True)
-        try:
-            spark = build_session("kafkalite-demo", plan)
-        except ConnectorError as exc:
-            print(f"demo: {exc}", file=sys.stderr)
-            return 2
         run(spark, JobOptions(bootstrap=broker.bootstrap, checkpoint=f"{work}/checkpoint"))
 
         def read(topic: str):
@@ -115,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.sparkContext.setLogLevel("ERROR")  # cached producers would warn once it stops
         return 0
     finally:
-        if spark is not None:
-            spark.stop()
+        spark.stop()
         plan.cleanup()
         broker.cleanup()
         shutil.rmtree(work, ignore_errors=True)

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .connector import ConnectorError, plan_connector
+from .connector import ConnectorError
 
 STOP_WAIT_S = 120.0
 
@@ -201,7 +201,7 @@ def unreachable(bootstrap: str, timeout_s: float = 5.0) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from .session import build_session
+    from .session import session_with_connector
 
     problem = unreachable(args.bootstrap)
     if problem:
@@ -209,15 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     try:
-        plan = plan_connector(args.jars, args.ivy_settings, args.offline)
+        spark, plan = session_with_connector(
+            "kafkalite-clickstream-job", args.jars, args.ivy_settings, args.offline,
+            say=lambda msg: print(f"job: {msg}", flush=True))
     except ConnectorError as exc:
-        print(f"job: {exc}", file=sys.stderr)
-        return 2
-    print(f"job: Kafka connector: {plan.how}", flush=True)
-    try:
-        spark = build_session("kafkalite-clickstream-job", plan)
-    except ConnectorError as exc:
-        plan.cleanup()
         print(f"job: {exc}", file=sys.stderr)
         return 2
     try:

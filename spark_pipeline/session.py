@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from .connector import ConnectorError, ConnectorPlan, explain
+from .connector import ConnectorError, ConnectorPlan, explain, plan_connector
 
 MIN_JAVA = 17
 
@@ -74,3 +74,17 @@ def build_session(app_name: str = "kafkalite-spark", plan: ConnectorPlan | None 
         raise ConnectorError(explain(plan.install, what)) from exc
     spark.sparkContext.setLogLevel(log_level)
     return spark
+
+
+def session_with_connector(app_name: str, jars: str | None = None,
+                           ivy_settings: str | None = None, offline: bool = False,
+                           say=print):
+    """(session, plan) with the Kafka connector, for the command-line entry points; the
+    caller stops the session and cleans up the plan. Raises ConnectorError."""
+    plan = plan_connector(jars, ivy_settings, offline)
+    say(f"Kafka connector: {plan.how}")
+    try:
+        return build_session(app_name, plan), plan
+    except BaseException:
+        plan.cleanup()
+        raise
