@@ -32,7 +32,11 @@ _SKIPPED_SCOPES = {"test", "provided", "system", "import"}
 _MAX_POMS = 200
 
 
-class ConnectorError(RuntimeError):
+class SparkUnavailable(RuntimeError):
+    """Spark cannot run here (no pyspark, no suitable Java, ...); str() says why."""
+
+
+class ConnectorError(SparkUnavailable):
     """The Kafka connector cannot be put on Spark's classpath; str() says why and what to do."""
 
 
@@ -69,8 +73,11 @@ class ConnectorPlan:
 
 def spark_install() -> SparkInstall:
     """The Spark that pyspark launches: $SPARK_HOME if set, else the one inside the wheel."""
-    import pyspark
-
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise SparkUnavailable("pyspark is not installed: pip install 'pyspark==4.0.0' (the "
+                               "project's `spark` extra)") from exc
     homes = [os.environ.get("SPARK_HOME"), str(Path(pyspark.__file__).parent)]
     for home in filter(None, homes):
         jars = Path(home) / "jars"

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from .connector import ConnectorError
+from .connector import SparkUnavailable
 from .events import ClickstreamGenerator
 from .generate import produce
 from .job import JobOptions, run
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spark, plan = session_with_connector("kafkalite-demo", args.jars, None, args.offline,
                                              say=lambda msg: print(f"demo: {msg}", flush=True))
-    except ConnectorError as exc:
+    except SparkUnavailable as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 2
     work = tempfile.mkdtemp(prefix="kafkalite-demo-")

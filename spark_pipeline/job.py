@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .connector import ConnectorError
+from .connector import SparkUnavailable
 
 STOP_WAIT_S = 120.0
 
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         spark, plan = session_with_connector(
             "kafkalite-clickstream-job", args.jars, args.ivy_settings, args.offline,
             say=lambda msg: print(f"job: {msg}", flush=True))
-    except ConnectorError as exc:
+    except SparkUnavailable as exc:
         print(f"job: {exc}", file=sys.stderr)
         return 2
     try:

@@ -10,7 +10,8 @@ import shutil
 import subprocess
 import sys
 
-from .connector import ConnectorError, ConnectorPlan, explain, plan_connector
+from .connector import (ConnectorError, ConnectorPlan, SparkUnavailable, explain,
+                        plan_connector)
 
 MIN_JAVA = 17
 
@@ -51,10 +52,11 @@ def java_problem() -> str | None:
 
 def build_session(app_name: str = "kafkalite-spark", plan: ConnectorPlan | None = None,
                   conf: dict[str, str] | None = None, log_level: str = "WARN"):
-    """Start (or return the running) SparkSession; ConnectorError if the connector fails."""
+    """Start (or return the running) SparkSession; ConnectorError if the connector fails,
+    SparkUnavailable if Java is missing or too old."""
     problem = java_problem()
     if problem:
-        raise RuntimeError(problem)
+        raise SparkUnavailable(problem)
     from pyspark.sql import SparkSession
 
     # The JVM inherits these: no lookup of the machine's hostname, and Python workers (if any)
@@ -80,7 +82,8 @@ def session_with_connector(app_name: str, jars: str | None = None,
                            ivy_settings: str | None = None, offline: bool = False,
                            say=print):
     """(session, plan) with the Kafka connector, for the command-line entry points; the
-    caller stops the session and cleans up the plan. Raises ConnectorError."""
+    caller stops the session and cleans up the plan. Raises SparkUnavailable (or its
+    subclass ConnectorError) with a message meant for the user."""
     plan = plan_connector(jars, ivy_settings, offline)
     say(f"Kafka connector: {plan.how}")
     try:

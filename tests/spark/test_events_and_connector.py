@@ -187,3 +187,19 @@ def test_demo_table_shows_top_pages_and_the_best_seller_per_window():
     assert "/cart" in table[3] and "28 events" in table[3]
     assert "/product/p001" in table[4] and "25.0%" in table[4] and "1 purchases" in table[4]
     assert len(table) == 5
+
+
+def test_java_check_names_what_is_missing(tmp_path, monkeypatch):
+    from spark_pipeline.session import java_problem
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "scripts/setup-java.sh" in java_problem()
+    fake = tmp_path / "jdk" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.22" 2024-01-16\' >&2\n')
+    (fake / "java").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert java_problem().startswith("Java 11 found")
+    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "17.0.15" 2025-04-15\' >&2\n')
+    assert java_problem() is None
