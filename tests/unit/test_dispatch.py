@@ -301,3 +301,18 @@ async def test_zstd_needs_produce_v7(broker, version, code):
     r = await call(broker, produce_req(version, "z", [(0, simple_batch(1, codec=3))]),
                    ProduceResponse)
     assert r.responses[0].partition_responses[0].error_code == 0
+
+
+@pytest.mark.parametrize("codec", [0, 1, 4])
+async def test_compacted_topic_refuses_keyless_records(broker, codec):
+    from .kbatch import build_batch
+    broker.create_topic("compacted", 1, {"cleanup.policy": "compact"})
+    keyless = build_batch([(b"k", b"v" * 50, [], None), (None, b"v" * 50, [], None)], codec)
+    r = await call(broker, produce_req(9, "compacted", [(0, keyless)]), ProduceResponse)
+    assert r.responses[0].partition_responses[0].error_code == 87  # INVALID_RECORD
+    keyed = build_batch([(b"k%d" % i, b"v" * 50, [], None) for i in range(3)], codec)
+    r = await call(broker, produce_req(9, "compacted", [(0, keyed)]), ProduceResponse)
+    assert r.responses[0].partition_responses[0].error_code == 0
+    broker.create_topic("deleting", 1)
+    r = await call(broker, produce_req(9, "deleting", [(0, keyless)]), ProduceResponse)
+    assert r.responses[0].partition_responses[0].error_code == 0
