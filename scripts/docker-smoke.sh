@@ -27,11 +27,13 @@ REPO=$PWD
 CACHE=${KAFKALITE_DOCKER_CACHE:-/var/tmp/kafkalite-docker-cache}
 IMAGE=${KAFKALITE_SMOKE_IMAGE:-localhost/kafkalite:smoke}
 PY=${KAFKALITE_SMOKE_PYTHON:-$REPO/.venv/bin/python}
+TOOLS=$REPO/tests/docker/image_tools.py  # the Python side: config checks, client, probes
 # What the local base needs to stand in for python:3.11-slim: python3 with the venv module
 # (and the pip wheel it bootstraps), useradd/groupadd, CA certificates for pip's HTTPS.
 BASE_PACKAGES=python3,python3-venv,passwd,ca-certificates
 BASE_VERSION=1  # bump when the base recipe in ensure_base changes
 
+tools() { "$PY" "$TOOLS" "$@"; }
 say() { printf '[docker-smoke] %s\n' "$*"; }
 fail() { printf '[docker-smoke] FAIL: %s\n' "$*" >&2; exit 1; }
 skip() { printf 'SKIP: docker-smoke: %s\n' "$*"; exit 0; }
@@ -208,20 +210,8 @@ image_config() {
   fi
 }
 
-# One field of the configuration, list items one per line.
-config_field() {
-  image_config | "$PY" -c '
-import json, sys
-c = json.load(sys.stdin)
-keys = sys.argv[1].split("+")
-values = [c.get(k) for k in keys]
-if keys == ["Healthcheck"]:
-    test = (values[0] or {}).get("Test") or []
-    # ["CMD", argv...] or ["CMD-SHELL", "command"], as Docker runs them.
-    values = [test[1:] if test[:1] == ["CMD"] else ["sh", "-c", test[1]]]
-for v in values:
-    print("\n".join(v) if isinstance(v, list) else (v or ""))' "$1"
-}
+# One field of the configuration (see tests/docker/image_tools.py).
+config_field() { image_config | tools field "$1"; }
 
 image_size() {
   if [ "$BUILDER" = docker ]; then
@@ -260,20 +250,8 @@ image_run() {
       -v "$DATA:/var/lib/kafkalite" "$ctr" -- "$@"
 }
 
-# Ready = answers an ApiVersions v0 request. A bare TCP connect is not enough: docker's
-# port proxy accepts connections before the broker inside listens.
-READY='
-import socket, struct, sys
-client = b"docker-smoke"
-frame = struct.pack(">hhih", 18, 0, 1, len(client)) + client
-with socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.5) as s:
-    s.settimeout(1.0)
-    s.sendall(struct.pack(">i", len(frame)) + frame)
-    sys.exit(0 if len(s.recv(8)) >= 4 else 1)
-'
-
 # start_broker NAME PORT_INSIDE CLIENT_PORT [KEY=VALUE env...]: the image's own
-# ENTRYPOINT+CMD in the background; waits until CLIENT_PORT accepts connections.
+# ENTRYPOINT+CMD in the background; waits until CLIENT_PORT answers ApiVersions.
 start_broker() {
   local name=$1 inside=$2 port=$3 log=$WORK/broker-$1.log env=() e i
   shift 3
@@ -293,7 +271,7 @@ start_broker() {
     BROKER_PID=$!
   fi
   for i in $(seq 1 300); do
-    if "${IN_NET[@]}" "$PY" -c "$READY" "$port" 2>/dev/null; then
+    if "${IN_NET[@]}" "$PY" "$TOOLS" ready "$port"; then
       say "broker $name is listening (image port $inside, clients at 127.0.0.1:$port)"
       return
     fi
@@ -327,47 +305,25 @@ stop_broker() {
   say "broker $name stopped cleanly on SIGTERM"
 }
 
-# The image's HEALTHCHECK command, as Docker would run it, next to the running broker.
+# A command from the image where the broker's ports are: docker exec into the broker's
+# container while it runs, else a fresh container.
+beside_broker() {
+  if [ "$BUILDER" = docker ] \
+       && [ "$(docker inspect -f '{{.State.Running}}' "$BROKER_NAME")" = true ]; then
+    timeout 60 docker exec "$BROKER_NAME" "$@"
+  else
+    image_run "$@"
+  fi
+}
+
+# The image's HEALTHCHECK command, as Docker would run it.
 health() {
   local cmd
   mapfile -t cmd < <(config_field Healthcheck)
-  if [ "$BUILDER" = docker ]; then
-    if [ "$(docker inspect -f '{{.State.Running}}' "$BROKER_NAME")" = true ]; then
-      timeout 60 docker exec "$BROKER_NAME" "${cmd[@]}"
-      return
-    fi
-  fi
-  image_run "${cmd[@]}"
+  beside_broker "${cmd[@]}"
 }
 
-CLIENT='
-import sys
-from kafka import KafkaConsumer, KafkaProducer
-boot, topic, mode = sys.argv[1:4]
-want = [(b"k%d" % i, b"value-%d" % i) for i in range(5)]
-if mode == "produce":
-    p = KafkaProducer(bootstrap_servers=boot, acks="all", request_timeout_ms=15000)
-    for k, v in want:
-        p.send(topic, key=k, value=v).get(timeout=30)
-    p.flush(timeout=30)
-    p.close(timeout=10)
-c = KafkaConsumer(topic, bootstrap_servers=boot, auto_offset_reset="earliest",
-                  enable_auto_commit=False, consumer_timeout_ms=15000)
-got = []
-for m in c:
-    got.append((m.key, m.value))
-    if len(got) >= len(want):
-        break
-c.close()
-if got != want:
-    sys.exit(f"records did not round-trip: sent {want}, read {got}")
-print(f"[docker-smoke] {mode}: read back {len(got)} records from {topic}")
-'
-client() { "${IN_NET[@]}" timeout 120 "$PY" -c "$CLIENT" "$@"; }
-
-free_port() {
-  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+client() { "${IN_NET[@]}" timeout 120 "$PY" "$TOOLS" client "$@"; }
 
 # ---------------------------------------------------------------- the test
 say "builder: $BUILDER"
@@ -376,30 +332,7 @@ SIZE=$(image_size)
 say "image $IMAGE size: $SIZE"
 
 # The image's contract: non-root, volume, port, KAFKALITE_* defaults, health check.
-image_config | "$PY" -c '
-import json, sys
-c = json.load(sys.stdin)
-env = dict(e.split("=", 1) for e in c.get("Env") or [])
-user = str(c.get("User") or "")
-listeners, log_dirs = env.get("KAFKALITE_LISTENERS"), env.get("KAFKALITE_LOG_DIRS")
-test = (c.get("Healthcheck") or {}).get("Test") or []
-problems = []
-if user in ("", "root", "0") or user.startswith(("0:", "root:")):
-    problems.append(f"runs as root (User={user!r})")
-if "/var/lib/kafkalite" not in (c.get("Volumes") or {}):
-    problems.append("no volume /var/lib/kafkalite")
-if "9092/tcp" not in (c.get("ExposedPorts") or {}):
-    problems.append("port 9092 not exposed")
-if listeners != "PLAINTEXT://0.0.0.0:9092":
-    problems.append(f"KAFKALITE_LISTENERS={listeners!r}")
-if log_dirs != "/var/lib/kafkalite":
-    problems.append(f"KAFKALITE_LOG_DIRS={log_dirs!r}")
-if "kafkalite health" not in " ".join(test):
-    problems.append(f"health check is {test!r}")
-if problems:
-    sys.exit("image config: " + "; ".join(problems))
-print("[docker-smoke] image config ok: user", user, "healthcheck", test)
-' || fail "image configuration does not match the contract"
+image_config | tools contract || fail "image configuration does not match the contract"
 
 if [ "$BUILDER" = buildah ]; then
   NS=kafkalite-smoke-$$
@@ -408,7 +341,7 @@ if [ "$BUILDER" = buildah ]; then
   IN_NET=(ip netns exec "$NS")
   PORT1=9092 PORT2=9093  # the namespace is ours: the image's own port is free
 else
-  PORT1=$(free_port) PORT2=$(free_port)
+  PORT1=$(tools free-port) PORT2=$(tools free-port)
 fi
 
 # A bind-mounted data directory must belong to the image's user, as the Dockerfile says.
@@ -424,6 +357,11 @@ start_broker 1 9092 "$PORT1" "KAFKALITE_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0
 health >"$WORK/health.log" 2>&1 || { cat "$WORK/health.log" >&2; fail "the HEALTHCHECK command failed against a running broker"; }
 say "HEALTHCHECK: $(tail -n1 "$WORK/health.log")"
 client "127.0.0.1:$PORT1" "$TOPIC" produce || fail "produce/consume through the image failed"
+# The operator commands work inside the image (their client library is installed).
+beside_broker kafkalite topics list >"$WORK/topics.log" 2>&1 || true
+grep -qE "^$TOPIC([[:space:]]|\$)" "$WORK/topics.log" \
+  || { cat "$WORK/topics.log" >&2; fail "'kafkalite topics list' in the image does not list $TOPIC"; }
+say "kafkalite topics list (in the image) lists $TOPIC"
 stop_broker 1
 if health >"$WORK/health.log" 2>&1; then fail "the HEALTHCHECK command passed with no broker running"; fi
 say "HEALTHCHECK fails with the broker stopped, as it should"

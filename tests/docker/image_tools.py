@@ -1,0 +1,117 @@
+# Python side of scripts/docker-smoke.sh, one subcommand each:
+#   field NAME[+NAME]     a field of the image config (JSON on stdin), list items one a line
+#   contract              check the image config (JSON on stdin) against the Dockerfile's promises
+#   ready PORT            exit 0 when 127.0.0.1:PORT answers an ApiVersions v0 request
+#   client BOOT TOPIC produce|consume   round-trip records with kafka-python
+#   free-port             print a free 127.0.0.1 port
+# It runs under the repo's .venv (kafka-python), never inside the image.
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import sys
+
+RECORDS = [(b"k%d" % i, b"value-%d" % i) for i in range(5)]
+
+
+def field(names: str) -> None:
+    config = json.load(sys.stdin)
+    keys = names.split("+")
+    values = [config.get(k) for k in keys]
+    if keys == ["Healthcheck"]:
+        test = (values[0] or {}).get("Test") or []
+        # ["CMD", argv...] or ["CMD-SHELL", "command"], as Docker runs them.
+        values = [test[1:] if test[:1] == ["CMD"] else ["sh", "-c", test[1]]]
+    for v in values:
+        print("\n".join(v) if isinstance(v, list) else (v or ""))
+
+
+def contract() -> int:
+    c = json.load(sys.stdin)
+    env = dict(e.split("=", 1) for e in c.get("Env") or [])
+    user = str(c.get("User") or "")
+    test = (c.get("Healthcheck") or {}).get("Test") or []
+    problems = []
+    if user in ("", "root", "0") or user.startswith(("0:", "root:")):
+        problems.append(f"runs as root (User={user!r})")
+    if "/var/lib/kafkalite" not in (c.get("Volumes") or {}):
+        problems.append("no volume /var/lib/kafkalite")
+    if "9092/tcp" not in (c.get("ExposedPorts") or {}):
+        problems.append("port 9092 not exposed")
+    for key, want in (("KAFKALITE_LISTENERS", "PLAINTEXT://0.0.0.0:9092"),
+                      ("KAFKALITE_LOG_DIRS", "/var/lib/kafkalite")):
+        if env.get(key) != want:
+            problems.append(f"{key}={env.get(key)!r}, expected {want!r}")
+    if "kafkalite health" not in " ".join(test):
+        problems.append(f"health check is {test!r}")
+    if problems:
+        print("image config: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    print(f"[docker-smoke] image config ok: user {user}, healthcheck {test}")
+    return 0
+
+
+def ready(port: int) -> int:
+    # A bare TCP connect is not enough: docker's port proxy accepts connections before
+    # the broker inside the container listens.
+    client_id = b"docker-smoke"
+    frame = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+    try:
+        with socket.create_connection(("127.0.0.1", port), 0.5) as s:
+            s.settimeout(1.0)
+            s.sendall(struct.pack(">i", len(frame)) + frame)
+            return 0 if len(s.recv(8)) >= 4 else 1
+    except OSError:
+        return 1
+
+
+def client(boot: str, topic: str, mode: str) -> int:
+    from kafka import KafkaConsumer, KafkaProducer
+    if mode == "produce":
+        p = KafkaProducer(bootstrap_servers=boot, acks="all", request_timeout_ms=15000)
+        for k, v in RECORDS:
+            p.send(topic, key=k, value=v).get(timeout=30)
+        p.flush(timeout=30)
+        p.close(timeout=10)
+    c = KafkaConsumer(topic, bootstrap_servers=boot, auto_offset_reset="earliest",
+                      enable_auto_commit=False, consumer_timeout_ms=15000)
+    got = []
+    for m in c:
+        got.append((m.key, m.value))
+        if len(got) >= len(RECORDS):
+            break
+    c.close()
+    if got != RECORDS:
+        print(f"records did not round-trip: sent {RECORDS}, read {got}", file=sys.stderr)
+        return 1
+    print(f"[docker-smoke] {mode}: read back {len(got)} records from {topic}")
+    return 0
+
+
+def free_port() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        print(s.getsockname()[1])
+
+
+def main(argv: list[str]) -> int:
+    cmd, args = argv[0], argv[1:]
+    if cmd == "field":
+        field(args[0])
+        return 0
+    if cmd == "contract":
+        return contract()
+    if cmd == "ready":
+        return ready(int(args[0]))
+    if cmd == "client":
+        return client(*args)
+    if cmd == "free-port":
+        free_port()
+        return 0
+    print(f"unknown command {cmd!r}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
