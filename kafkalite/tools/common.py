@@ -15,7 +15,24 @@ import socket
 import sys
 from typing import Any, Callable
 
-DEFAULT_BOOTSTRAP = "localhost:9092"
+def _default_bootstrap() -> str:
+    """localhost:9092, or the first of KAFKALITE_LISTENERS (the image's own setting), so
+    that `kafkalite health` in a container checks the port the broker really uses."""
+    import os
+    spec = os.environ.get("KAFKALITE_LISTENERS")
+    if spec:
+        try:
+            from ..config import parse_listener
+            host, port = parse_listener(spec)
+            if host in ("", "0.0.0.0", "::"):
+                host = "127.0.0.1"
+            return f"{host}:{port}"
+        except ValueError:
+            pass
+    return "localhost:9092"
+
+
+DEFAULT_BOOTSTRAP = _default_bootstrap()
 CLIENT_ID = "kafkalite-cli"
 
 
