@@ -101,20 +101,28 @@ def export_revision(repo: str, rev: str) -> tuple[str, str]:
     return dest, sha
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def spawn_broker(settings: dict[str, str] | None = None, log_path: str | None = None,
-                 src_dir: str | None = None) -> tuple[BrokerProcess, Startup]:
+                 src_dir: str | None = None,
+                 cprofile_out: str | None = None) -> tuple[BrokerProcess, Startup]:
     """Start a kafkalite broker on a free 127.0.0.1 port with a fresh temp data dir and
-    time it; with `src_dir`, the kafkalite package is imported from there. The caller must
-    call .cleanup() on the returned handle."""
+    time it; with `src_dir`, the kafkalite package is imported from there; with
+    `cprofile_out`, it runs under benchmarks.cprofile_broker. The caller must call
+    .cleanup() on the returned handle."""
     bp = BrokerProcess(settings={**BENCH_SETTINGS, **(settings or {})}, log_path=log_path)
-    env = None
-    if src_dir:
-        env = {**os.environ,
-               "PYTHONPATH": os.pathsep.join(filter(None, [src_dir,
-                                                           os.environ.get("PYTHONPATH")]))}
+    cmd = bp.command()
+    if cprofile_out:
+        assert cmd[1:3] == ["-m", "kafkalite"], cmd
+        cmd[1:3] = ["-m", "benchmarks.cprofile_broker", cprofile_out]
+    path = [src_dir, REPO if cprofile_out else None, os.environ.get("PYTHONPATH")]
+    env = dict(os.environ)
+    if any(path):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     log = open(bp.log_path, "ab")
     t0 = time.perf_counter()
-    bp.proc = subprocess.Popen(bp.command(), stdout=log, stderr=subprocess.STDOUT,
+    bp.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, cwd=src_dir, env=env)
     log.close()
     try:
@@ -139,13 +147,18 @@ def python_startup_s(runs: int = 3) -> float:
 
 # --- /proc accounting ---------------------------------------------------------------------
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of `pid` (all threads), in seconds."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(utime, stime) of `pid` (all threads), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         stat = f.read()
     fields = stat[stat.rindex(")") + 2:].split()
     # fields[0] is field 3 (state); utime and stime are fields 14 and 15
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid` (all threads), in seconds."""
+    return sum(cpu_times(pid))
 
 
 def memory_kib(pid: int) -> dict[str, int]:
@@ -210,11 +223,13 @@ class ProcessMonitor:
         rss = memory_kib(self.pid).get("VmRSS", 0)
         with self._lock:
             self._phase_peak_kib = rss
-        return {"cpu": cpu_seconds(self.pid), "wall": time.perf_counter(),
+        return {"cpu": cpu_seconds(self.pid), "sys": cpu_times(self.pid)[1],
+                "wall": time.perf_counter(),
                 "self": time.process_time(), "machine": machine_busy_seconds()}
 
     def end_phase(self, mark: dict) -> dict:
         cpu = cpu_seconds(self.pid) - mark["cpu"]
+        sys_cpu = cpu_times(self.pid)[1] - mark["sys"]
         wall = time.perf_counter() - mark["wall"]
         harness = time.process_time() - mark["self"]
         # What the rest of the machine used meanwhile (other people's work on a shared
@@ -223,7 +238,7 @@ class ProcessMonitor:
         mem = memory_kib(self.pid)
         with self._lock:
             peak = max(self._phase_peak_kib, mem.get("VmRSS", 0))
-        return {"broker_cpu_s": round(cpu, 3),
+        return {"broker_cpu_s": round(cpu, 3), "broker_cpu_sys_s": round(sys_cpu, 3),
                 "broker_cpu_pct_of_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
                 "other_processes_cores": round(max(others, 0.0) / wall, 2) if wall > 0 else None,
                 "broker_rss_mib_end": round(mem.get("VmRSS", 0) / 1024, 1),

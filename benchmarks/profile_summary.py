@@ -1,4 +1,4 @@
-# Summarise a py-spy "raw" profile (collapsed stacks: `frame;frame;... count` per line) as
+# Summarise a cProfile dump (from --cprofile) or a py-spy "raw" profile (collapsed stacks: `frame;frame;... count` per line) as
 # the share of samples per function: self (the function itself was running) and inclusive
 # (it was anywhere on the stack). With --nonblocking py-spy samples only while the broker is
 # running Python or in a native call it made, so idle time (waiting in epoll) appears under
@@ -55,15 +55,45 @@ def summarise(stacks, busy_only: bool, lines: bool = False) -> tuple[int, Counte
     return total, own, incl
 
 
+def summarise_pstats(path: str, top: int) -> int:
+    """cProfile output (benchmarks.cprofile_broker): functions by own CPU time, as a share
+    of all profiled CPU time, with call counts and CPU per call."""
+    import pstats
+    st = pstats.Stats(path)
+    rows = []
+    total = 0.0
+    for (file, line, func), (_cc, ncalls, tottime, cumtime, _callers) in st.stats.items():
+        total += tottime
+        short = file.replace("\\", "/").split("/site-packages/")[-1].split("/kafkalite/")[-1]
+        rows.append((tottime, cumtime, ncalls, f"{func} ({short}:{line})"))
+    if total <= 0:
+        print("no samples")
+        return 1
+    print(f"{total:.2f} s of profiled CPU time\n")
+    print(f"{'self %':>7}{'cum %':>7}{'calls':>10}{'us/call':>9}  function")
+    for tottime, cumtime, ncalls, name in sorted(rows, reverse=True)[:top]:
+        print(f"{100 * tottime / total:7.1f}{100 * cumtime / total:7.1f}{ncalls:>10}"
+              f"{1e6 * tottime / max(ncalls, 1):9.1f}  {name}")
+    print(f"\n{'cum %':>7}{'calls':>10}  function (by cumulative time)")
+    for tottime, cumtime, ncalls, name in sorted(rows, key=lambda r: -r[1])[:top]:
+        print(f"{100 * cumtime / total:7.1f}{ncalls:>10}  {name}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("profile", help="py-spy record --format raw output")
+    ap.add_argument("profile", help="pstats file (--cprofile) or py-spy raw output "
+                                    "(--profile)")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--lines", action="store_true",
                     help="attribute to source lines, not just functions")
     ap.add_argument("--busy", action="store_true",
                     help="leave out samples where the loop was idle in select/epoll")
     args = ap.parse_args(argv)
+    with open(args.profile, "rb") as f:
+        head = f.read(64)
+    if not head.isascii() or head.startswith(b"{"):  # marshal'd pstats, not collapsed text
+        return summarise_pstats(args.profile, args.top)
     total, own, incl = summarise(parse(args.profile), args.busy, args.lines)
     if not total:
         print("no samples")

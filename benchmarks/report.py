@@ -38,13 +38,18 @@ def _bar_note(kind: str, size: int, r: dict) -> str:
 def _row(label: str, r: dict, count_key: str, note: str) -> str:
     flag = "" if r.get("complete", True) else " INCOMPLETE"
     b = r.get("broker", {})
-    cpu = (f"{_n(b.get('broker_cpu_s'), 1)} s {_n(b.get('broker_cpu_pct_of_core'))}%"
-           if b else "-")
+    cpu = "-"
+    if b:
+        total = b.get("broker_cpu_s") or 0
+        sys_share = 100 * b.get("broker_cpu_sys_s", 0) / total if total else 0
+        cpu = (f"{_n(total, 2)} s {_n(b.get('broker_cpu_pct_of_core'))}% "
+               f"sys{sys_share:3.0f}%")
     rss = _n(b.get("broker_rss_mib_peak_sampled"), 0) if b else "-"
     others = _n(b.get("other_processes_cores"), 2) if b else "-"
     return (f"{label:<24}{_n(r.get(count_key)):>11}{_n(r.get('seconds'), 2):>8}"
-            f"{_n(r.get('msgs_per_s')):>11}{_n(r.get('mib_per_s'), 1):>9}{cpu:>15}"
-            f"{_n(r.get('client_cpu_s'), 1):>8}{rss:>6}{others:>7}  {note}{flag}")
+            f"{_n(r.get('msgs_per_s')):>11}{_n(r.get('mib_per_s'), 1):>9}{cpu:>22}"
+            f"{_n(r.get('broker_bound_msgs_per_s')):>12}{_n(r.get('client_bound_msgs_per_s')):>12}"
+            f"{rss:>6}{others:>7}  {note}{flag}")
 
 
 def render(doc: dict) -> str:
@@ -68,7 +73,8 @@ def render(doc: dict) -> str:
                      f"[bar < {BAR['startup_metadata_s_max']} s: {ok}]")
         lines.append("")
     head = (f"{'test':<24}{'records':>11}{'secs':>8}{'msgs/s':>11}{'MiB/s':>9}"
-            f"{'broker CPU':>15}{'cli CPU':>8}{'RSS':>6}{'others':>7}  vs Apache Kafka bar")
+            f"{'broker CPU':>22}{'msgs/brk-s':>12}{'msgs/cli-s':>12}{'RSS':>6}{'others':>7}"
+            "  vs Apache Kafka bar")
     lines += [head, "-" * len(head)]
     for r in doc.get("produce", []):
         lines.append(_row(f"produce {r['size']} B acks={r['acks']}", r, "acked",
@@ -76,9 +82,12 @@ def render(doc: dict) -> str:
     for r in doc.get("consume", []):
         lines.append(_row(f"consume {r['size']} B", r, "received",
                           _bar_note("consume", r["size"], r)))
-    lines.append("(broker CPU = user+sys seconds and % of one core during the test; cli CPU = "
-                 "this client process, s; RSS = broker peak MiB during the test; others = "
-                 "cores busy with unrelated processes meanwhile: high means contention)")
+    lines.append("(broker CPU = user+sys seconds, % of one core during the test, and the "
+                 "share spent in the kernel (sys); "
+                 "msgs/brk-s and msgs/cli-s = records per CPU-second of the broker and of "
+                 "this client process, i.e. the rate each could sustain on a whole core; "
+                 "RSS = broker peak MiB during the test; others = cores busy with unrelated "
+                 "processes meanwhile: high means the figures measured contention)")
     lat = doc.get("latency")
     if lat:
         flag = "" if lat["complete"] else "  INCOMPLETE"

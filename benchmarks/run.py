@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--sizes", default="100,1024", help="record value sizes in bytes")
     ap.add_argument("--acks", default="1,all", help="acks settings to produce with")
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--no-consume", action="store_true",
+                    help="skip the consume tests (e.g. to profile produce alone)")
     ap.add_argument("--linger-ms", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=1_000_000)
     ap.add_argument("--latency-rate", type=int, default=1000, help="msg/s (0 skips)")
@@ -82,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="record the broker with py-spy (raw collapsed stacks) during the "
                          "produce/consume/latency tests; summarise with "
                          "`python -m benchmarks.profile_summary FILE`")
+    ap.add_argument("--cprofile", metavar="FILE",
+                    help="run the spawned broker under cProfile (CPU-time clock) and write "
+                         "pstats to FILE at its exit; slows the broker, so use the figures "
+                         "only for attribution (`python -m benchmarks.profile_summary FILE`)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="directory for <timestamp>.json and latest.json")
     return ap
@@ -149,6 +155,19 @@ def measure_startup(runs: int, settings: dict[str, str], src: str | None) -> lis
 QUIET_WAIT = 0.0
 
 
+def _ceiling(r: dict, count_key: str) -> None:
+    """Records per broker CPU-second: the rate one fully available core would sustain if
+    the broker stayed the only cost. Unlike msgs/s it barely moves when other processes
+    compete for the CPUs (kernel work charged to other contexts is not in it)."""
+    cpu = r.get("broker", {}).get("broker_cpu_s")
+    if cpu:
+        r["broker_bound_msgs_per_s"] = round(r[count_key] / cpu)
+        r["broker_bound_mib_per_s"] = round(r[count_key] * r["size"] / cpu / 2**20, 1)
+    ccpu = r.get("client_cpu_s")
+    if ccpu:
+        r["client_bound_msgs_per_s"] = round(r[count_key] / ccpu)
+
+
 def _phase(mon, fn, *args, **kw) -> dict:
     quiet = None
     if QUIET_WAIT > 0:
@@ -191,14 +210,16 @@ def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
             if stored != r["acked"]:
                 doc["warnings"].append(f"{t['topic']}: {r['acked']} acked but the high "
                                        f"watermarks add up to {stored}")
+            _ceiling(r, "acked")
             doc["produce"].append(r)
             _progress(f"produce {size} B acks={acks}", r)
             if consume_from is None:
                 consume_from = (t, stored)
-        if consume_from is not None:
+        if consume_from is not None and not args.no_consume:
             t, stored = consume_from
             r = _phase(mon, w.consume, bootstrap, t["topic"], t["partitions"], size, stored,
                        args.phase_timeout)
+            _ceiling(r, "received")
             doc["consume"].append(r)
             _progress(f"consume {size} B", r)
     if args.latency_rate > 0:
@@ -257,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         broker_log = os.path.join(tempfile.gettempdir(),
                                   f"kafkalite-bench-{started:%Y%m%dT%H%M%S}.log")
         doc["broker_log"] = broker_log
-        broker, st = spawn_broker(settings, log_path=broker_log, src_dir=src)
+        broker, st = spawn_broker(settings, log_path=broker_log, src_dir=src,
+                                  cprofile_out=args.cprofile)
         runs.append(st)
         pid = broker.proc.pid
         bootstrap = broker.bootstrap
