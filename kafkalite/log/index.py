@@ -36,6 +36,21 @@ class _IndexFile:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
+    def _write_entry(self, entry: bytes) -> None:
+        """Append one entry, or none at all: a failed or short write (disk full) is cut back
+        so the file stays a whole number of entries, then re-raised."""
+        fd = self._open_fd()
+        try:
+            written = os.write(fd, entry)
+        except OSError:
+            written = -1
+        if written != len(entry):
+            try:
+                os.ftruncate(fd, len(self._keys) * self.entry.size)
+            except OSError:
+                pass  # a torn entry is caught by the size check on the next load
+            raise OSError(28, f"could not append to {self.path}")
+
     def create(self) -> None:
         os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
 
@@ -127,7 +142,7 @@ class OffsetIndex(_IndexFile):
         self._ensure_loaded()
         if self._keys and offset <= self._keys[-1]:
             return
-        os.write(self._open_fd(), _OFF.pack(offset - self.base_offset, position))
+        self._write_entry(_OFF.pack(offset - self.base_offset, position))
         self._keys.append(offset)
         self._values.append(position)
 
@@ -177,7 +192,7 @@ class TimeIndex(_IndexFile):
         self._ensure_loaded()
         if self._keys and timestamp <= self._keys[-1]:
             return
-        os.write(self._open_fd(), _TIME.pack(timestamp, offset - self.base_offset))
+        self._write_entry(_TIME.pack(timestamp, offset - self.base_offset))
         self._keys.append(timestamp)
         self._values.append(offset)
 

@@ -142,11 +142,18 @@ class Segment:
             self.max_timestamp = max_ts
             self.offset_of_max_timestamp = last
         if index and (self._bytes_since_index >= self.index_interval or pos == 0):
-            self.index.append(base, pos)
-            # As Kafka: the time index records the running maximum at each index point, so
-            # a large timestamp between index points is never lost on reopen.
-            if self.max_timestamp >= 0:
-                self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
+            try:
+                self.index.append(base, pos)
+                # As Kafka: the time index records the running maximum at each index point,
+                # so a large timestamp between index points is never lost on reopen.
+                if self.max_timestamp >= 0:
+                    self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
+            except OSError as e:
+                # The batch is in the log already: it must count (a sparse index may skip
+                # an entry; lookups use the one before). Not counting it would hand its
+                # offsets out again.
+                log.warning("Index entry for offset %d of %s not written: %s", base,
+                            self.path, e)
             self._bytes_since_index = 0
         self._bytes_since_index += size
         self.next_offset = last + 1
@@ -183,11 +190,21 @@ class Segment:
 
     def find(self, offset: int) -> tuple[int, int] | None:
         """(position, base offset) of the batch holding `offset` or the first after it."""
-        _, pos = self.index.lookup(offset)
+        entry, pos = self.index.lookup(offset)
         size = self.size
         while pos + LOG_OVERHEAD <= size:
             head = os.pread(self.fd, 27, pos)
             base, length = _PREFIX.unpack_from(head, 0)
+            if entry >= 0:
+                if base != entry and pos:
+                    # Every entry names the base offset of the batch it points at; one that
+                    # does not is damaged: scan from the segment start instead.
+                    log.warning("%s: entry for offset %d points at byte %d, not a batch "
+                                "boundary; scanning from the start", self.index.path,
+                                entry, pos)
+                    pos = 0
+                    continue
+                entry = -1
             last = base + _LAST_DELTA.unpack_from(head, 23)[0]
             if last >= offset:
                 return pos, base

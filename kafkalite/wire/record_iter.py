@@ -60,6 +60,16 @@ def _unxerial(data: bytes) -> bytes:
 
 
 def decompress(codec: int, data: bytes) -> bytes:
+    """The records of a batch body; ValueError if they do not decompress."""
+    try:
+        return _decompress(codec, data)
+    except ValueError:
+        raise
+    except Exception as e:  # cramjam.DecompressionError and friends
+        raise ValueError(f"{e.__class__.__name__}: {e}") from None
+
+
+def _decompress(codec: int, data: bytes) -> bytes:
     if codec == 0:
         return data
     if codec == 1:

@@ -316,3 +316,22 @@ async def test_compacted_topic_refuses_keyless_records(broker, codec):
     broker.create_topic("deleting", 1)
     r = await call(broker, produce_req(9, "deleting", [(0, keyless)]), ProduceResponse)
     assert r.responses[0].partition_responses[0].error_code == 0
+
+
+async def test_list_offsets_over_an_undecodable_batch(broker):
+    """A stored batch whose body does not decompress (accepted: Produce checks headers and
+    CRC only) answers CORRUPT_MESSAGE for its partition instead of dropping the connection."""
+    import crc32c
+    import struct
+    broker.create_topic("bad", 1)
+    b = bytearray(simple_batch(1, size=40))
+    b[22] = (b[22] & 0xF8) | 2  # claims snappy; the payload is not
+    struct.pack_into(">I", b, 17, crc32c.crc32c(bytes(b[21:])))
+    r = await call(broker, produce_req(9, "bad", [(0, bytes(b))]), ProduceResponse)
+    assert r.responses[0].partition_responses[0].error_code == 0
+    Req = ListOffsetsRequest[7]
+    T = Req.ListOffsetsTopic
+    r = await call(broker, Req(replica_id=-1, isolation_level=0, topics=[T(name="bad", partitions=[
+        T.ListOffsetsPartition(partition_index=0, timestamp=ts, current_leader_epoch=-1)
+        for ts in (1, -1)])]), ListOffsetsResponse)
+    assert [(p.error_code, p.offset) for p in r.topics[0].partitions] == [(2, -1), (0, 1)]

@@ -340,3 +340,52 @@ def test_time_index_keeps_running_max_across_reopen(tmp_path):
     assert r.segments[0].max_timestamp == T0 + 300
     assert r.offset_for_timestamp(T0 + 250) == (1, T0 + 300)
     r.close()
+
+
+def test_damaged_middle_index_entry_is_not_followed(tmp_path, caplog):
+    """Only the first and last entries are checked on load; a middle one pointing inside a
+    batch is caught on use (its batch's base offset does not match) and bypassed."""
+    b = simple_batch(1, size=80)
+    p = open_log(tmp_path, index_interval_bytes=len(b) * 2)
+    for _ in range(40):
+        append(p, b)
+    expected = read_all(p)
+    idx = p.active.index
+    p.close()
+    with open(idx.path, "r+b") as f:
+        data = bytearray(f.read())
+        mid = (len(data) // 16) * 8
+        rel, pos = struct.unpack_from(">II", data, mid)
+        struct.pack_into(">II", data, mid, rel, pos - 1)  # still ascending, now mid-batch
+        f.seek(0)
+        f.write(data)
+    q = open_log(tmp_path, index_interval_bytes=len(b) * 2)
+    with caplog.at_level(logging.WARNING, logger="kafkalite.log"):
+        assert q.read(rel, 1) == stored_form(b, rel)
+    assert "not a batch boundary" in caplog.text
+    assert read_all(q) == expected
+    q.close()
+
+
+def test_index_write_failure_keeps_the_batch_counted(tmp_path, caplog):
+    """The batch reaches the log but its index entry cannot be written (disk full): the
+    append still counts, so its offsets are not handed out again."""
+    b = simple_batch(1)
+    p = open_log(tmp_path, index_interval_bytes=0)  # an index entry per batch
+    append(p, b)
+    idx = p.active.index
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        os.dup2(full, idx._open_fd())  # writes to the index now fail with ENOSPC
+    finally:
+        os.close(full)
+    with caplog.at_level(logging.WARNING, logger="kafkalite.log"):
+        assert append(p, b) == 1
+    assert "not written" in caplog.text
+    idx.close()  # the next append reopens the real file
+    assert append(p, b) == 2
+    assert read_all(p) == b"".join(stored_form(b, o) for o in range(3))
+    p.close()
+    q = open_log(tmp_path, recover=True, index_interval_bytes=0)
+    assert read_all(q) == b"".join(stored_form(b, o) for o in range(3))
+    q.close()

@@ -4,7 +4,8 @@
 # with the largest timestamp (v7+, KIP-734), -4 earliest local (= earliest, no tiered
 # storage), -5 earliest pending upload (none: offset -1); any other value finds, through the
 # time index and a scan of batch headers, the first record whose timestamp is at or after it
-# (only that batch is decoded); none found answers offset -1 and timestamp -1.
+# (only that batch is decoded); none found answers offset -1 and timestamp -1. A batch that
+# does not decode answers CORRUPT_MESSAGE for its partition (Kafka's CorruptRecordException).
 # Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH.
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ async def handle(ctx, req):
                 if p is None:
                     raise KafkaError(ErrorCode.unknown_topic_or_partition)
                 check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
-                ts, off = lookup(p, rp.timestamp)
+                try:
+                    ts, off = lookup(p, rp.timestamp)
+                except (ValueError, IndexError) as e:  # a stored batch that does not decode
+                    raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
                 parts.append(make(mod.ListOffsetsPartitionResponse,
                                   partition_index=rp.partition_index,
                                   error_code=ErrorCode.none, timestamp=ts, offset=off,
