@@ -107,7 +107,8 @@ def health(broker: Broker) -> None:
     if not broker.alive():
         raise AssertionError("the broker process exited:\n" + broker.read_log()[-3000:])
     with Conn(broker.bootstrap, timeout=10.0) as c:
-        assert c.call(18, 3).error_code == 0
+        assert c.call(18, 3, {"client_software_name": "fuzz",
+                              "client_software_version": "1.0"}).error_code == 0
         md = c.call(3, 9, {"topics": [{"name": CANARY}], "allow_auto_topic_creation": False})
         assert md.topics[0].error_code == 0, md
 
