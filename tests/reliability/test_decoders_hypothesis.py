@@ -134,14 +134,16 @@ def test_validate_produce_batch_on_mutated_batches(recs, data) -> None:
 
 @FAST
 @given(st.lists(st.tuples(st.binary(max_size=20), st.binary(max_size=60)), min_size=1,
-                max_size=5), st.data())
-def test_iter_records_on_mutated_uncompressed_batches(recs, data) -> None:
+                max_size=5), st.sampled_from([0, 1, 2, 3, 4]), st.data())
+def test_iter_records_on_mutated_batches(recs, codec: int, data) -> None:
     """Record decoding (ListOffsets by time, offsets replay) only raises the errors its
-    callers catch. Compressed batches: see test_findings.py (DecompressionError escapes)."""
-    b = bytearray(build_batch(recs))
-    for _ in range(data.draw(st.integers(1, 3))):
+    callers catch, whatever the codec and the damage."""
+    b = bytearray(build_batch(recs, codec=codec))
+    for _ in range(data.draw(st.integers(0, 3))):
         i = data.draw(st.integers(HEADER_SIZE, len(b) - 1))
         b[i] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):  # or claim a codec the payload is not in
+        b[22] = (b[22] & 0xF8) | data.draw(st.integers(0, 4))
     try:
         list(iter_records(bytes(b)))
     except (ValueError, IndexError):

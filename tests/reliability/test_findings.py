@@ -1,6 +1,7 @@
-# Minimal reproductions of defects the reliability harnesses found, one test each, marked
-# xfail(strict=True): each fails today for the reason given and will XPASS (and so fail,
-# prompting removal of the mark) once the defect is fixed. RELIABILITY.md describes them.
+# Minimal reproductions of defects the reliability harnesses found, one test each. Those
+# still open are marked xfail(strict=True): each fails for the reason given and will XPASS
+# (and so fail, prompting removal of the mark) once the defect is fixed. Those fixed since
+# stay as regression tests. RELIABILITY.md describes them all.
 from __future__ import annotations
 
 import os
@@ -79,20 +80,22 @@ def test_produce_rejects_malformed_records(broker) -> None:
         assert code in (2, 87), code
 
 
-@pytest.mark.xfail(strict=True, reason="ListOffsets by timestamp decompresses batches; "
-                   "cramjam's DecompressionError escapes record_iter.decompress and the "
-                   "server closes the connection as an internal error")
 def test_list_offsets_by_time_answers_over_an_undecodable_batch(broker) -> None:
+    """Fixed in 8a2379d: cramjam's DecompressionError escaped record_iter.decompress and the
+    server dropped the connection; now the partition is answered CORRUPT_MESSAGE."""
     with Conn(broker.bootstrap) as c:
         create_topic(c, "t", 1)
         b = bytearray(build_batch([(b"k", b"x" * 40)]))
         b[22] = (b[22] & 0xF8) | 2  # snappy, payload is not snappy
         assert produce_batch(c, "t", 0, _with_crc(b))[0] == 0  # accepted (see above)
     with Conn(broker.bootstrap) as c:
-        try:
-            list_offsets(c, "t", [0], timestamp=1)
-        except ConnectionClosed:
-            pytest.fail("the broker closed the connection instead of answering")
+        resp = c.call(2, 5, {
+            "replica_id": -1, "isolation_level": 0, "timeout_ms": 5000,
+            "topics": [{"name": "t", "partitions": [
+                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": 1,
+                 "max_num_offsets": 1}]}]})
+        assert resp.topics[0].partitions[0].error_code == 2  # CORRUPT_MESSAGE
+        assert c.call(18, 0).error_code == 0  # the connection is still in service
 
 
 @pytest.mark.xfail(strict=True, reason="kio decodes a null (-1) length for a non-nullable "
@@ -107,10 +110,10 @@ def test_null_non_nullable_array_is_a_protocol_error(broker) -> None:
     assert "Unexpected error" not in broker.read_log()
 
 
-@pytest.mark.xfail(strict=True, reason="Segment.find trusts every .index entry: only the "
-                   "first and last entries are checked against their batches, so a middle "
-                   "entry pointing inside a batch makes Fetch serve bytes that are not a batch")
 def test_bad_middle_index_entry_is_not_followed(tmp_path) -> None:
+    """Fixed in 8a2379d: Segment.find trusted every .index entry (only the first and last
+    were checked against their batches), so a middle entry pointing inside a batch made
+    Fetch serve bytes that are not a batch."""
     b = Broker(data_dir=str(tmp_path / "data"),
                settings={"log.segment.bytes": "16384", "log.index.interval.bytes": "256"})
     b.start_measured()
@@ -135,11 +138,10 @@ def test_bad_middle_index_entry_is_not_followed(tmp_path) -> None:
         b.cleanup()
 
 
-@pytest.mark.xfail(strict=True, reason="Segment.append writes the batch, then the index; "
-                   "when the index write fails (ENOSPC) the batch stays in the file but "
-                   "next_offset does not advance, so the next batches reuse its offset and "
-                   "recovery after a crash truncates acknowledged records")
 def test_index_write_failure_does_not_lose_acknowledged_records() -> None:
+    """Fixed in 8a2379d: Segment.append wrote the batch, then the index; when the index write
+    failed (ENOSPC) the batch stayed in the file but next_offset did not advance, so the next
+    batches reused its offset and recovery after a crash truncated acknowledged records."""
     root = tempfile.mkdtemp(prefix="kafkalite-enospc-")
     reason = mount_tmpfs(root, "2m")
     if reason:
