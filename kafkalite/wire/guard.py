@@ -15,6 +15,7 @@ from kio.serial._introspect import (EntityField, EntityTupleField, PrimitiveFiel
                                     PrimitiveTupleField, classify_field, get_field_tag)
 
 from .errors import MalformedRequest
+from .primitives import read_uvarint
 
 _FIXED = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "uint16": 2, "error_code": 2,
           "int32": 4, "uint32": 4, "timedelta_i32": 4, "int64": 8, "uint64": 8,
@@ -30,18 +31,13 @@ class _Bad(Exception):
 
 
 def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= end:
-            raise _Bad("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 35:
-            raise _Bad("varint too long")
+    try:
+        value, pos = read_uvarint(buf, pos)
+    except ValueError as e:
+        raise _Bad(str(e)) from None
+    if pos > end:
+        raise _Bad("varint runs past its field")
+    return value, pos
 
 
 def _prim_op(kafka_type: str) -> tuple:
