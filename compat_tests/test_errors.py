@@ -219,7 +219,6 @@ def test_clients_producing_to_unknown_topic_auto_create_off(target_with):
 INVALID_RECORD, INVALID_CONFIG, POLICY_VIOLATION = 87, 40, 44
 
 
-@pytest.mark.kafkalite_gap("records without a key are accepted into compacted topics")
 def test_compacted_topic_needs_keys(target, make_topic):
     topic = make_topic(config={"cleanup.policy": "compact"})
     fields = Ctx.produce_fields(topic, uuid.UUID(int=0), batch([(None, b"no key", [])]))

@@ -140,7 +140,6 @@ def test_produce_bad_crc_is_corrupt_message(target, topic):
     assert latest(target, topic) == 0, "a rejected batch must not be written"
 
 
-@pytest.mark.kafkalite_gap("zstd batches are accepted at Produce v3-6")
 def test_produce_zstd_below_v7_is_unsupported(target, topic):
     lo, hi = target.versions[0]
     if not lo <= 6 <= hi:
@@ -181,7 +180,6 @@ def test_list_offsets_max_timestamp(target, topic):
     assert (p.error_code, p.offset, p.timestamp) == (0, 1, base + 5000), p
 
 
-@pytest.mark.kafkalite_gap("client_software_name/version are not validated")
 def test_api_versions_invalid_software_name(target):
     if target.versions[18][1] < 3:
         pytest.skip("client software names arrive with ApiVersions v3")
