@@ -203,3 +203,12 @@ def test_java_check_names_what_is_missing(tmp_path, monkeypatch):
     assert java_problem().startswith("Java 11 found")
     (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "17.0.15" 2025-04-15\' >&2\n')
     assert java_problem() is None
+
+
+def test_ivy_settings_of_ones_own_are_passed_to_spark(tmp_path):
+    with pytest.raises(ConnectorError, match="the Ivy settings file"):
+        plan_connector(jars="", ivy_settings=str(tmp_path / "none.xml"), install=INSTALL)
+    mine = tmp_path / "ivysettings.xml"
+    mine.write_text("<ivysettings/>")
+    plan = plan_connector(jars="", ivy_settings=str(mine), install=INSTALL, m2=tmp_path)
+    assert plan.conf == {"spark.jars.packages": SQL_KAFKA, "spark.jars.ivySettings": str(mine)}
