@@ -24,7 +24,7 @@ from pathlib import Path
 
 JARS_ENV = "KAFKALITE_SPARK_JARS"
 # Spark's own modules are on its classpath already; Spark's Ivy resolution excludes them too.
-_PROVIDED_GROUP_PREFIXES = ("org.apache.spark:spark-core_", "org.apache.spark:spark-sql_",
+_ON_SPARKS_CLASSPATH = ("org.apache.spark:spark-core_", "org.apache.spark:spark-sql_",
                             "org.apache.spark:spark-catalyst_", "org.apache.spark:spark-tags_",
                             "org.apache.spark:spark-unsafe_", "org.apache.spark:spark-network-",
                             "org.apache.spark:spark-launcher_", "org.apache.spark:spark-common-")
@@ -239,7 +239,7 @@ def _dependencies(m2: Path, group: str, artifact: str, version: str) -> list[str
         if not (g and a and v) or "${" in g + a + v:
             continue  # a version only a full Maven build could work out: leave it to Ivy
         coord = f"{g}:{a}:{v}"
-        if not coord.startswith(_PROVIDED_GROUP_PREFIXES):
+        if not coord.startswith(_ON_SPARKS_CLASSPATH):
             found.append(coord)
     return found
 

@@ -19,6 +19,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -107,8 +108,10 @@ def summary(query) -> str:
     outs = [(p.get("sink") or {}).get("numOutputRows", -1) for p in progress]
     # the file sink reports -1: it does not count rows
     rows_out = f"{sum(outs)} output rows" if all(n >= 0 for n in outs) else "output rows n/a"
-    return (f"job: {query.name}: {len(progress)} batches in this run, {rows_in} input rows, "
-            f"{rows_out}")
+    # Spark keeps the progress of the last 100 batches (numRecentProgressUpdates)
+    batches = (f"{len(progress)} batches in this run" if len(progress) < 100
+               else f"the last {len(progress)} batches")
+    return f"job: {query.name}: {batches}, {rows_in} input rows, {rows_out}"
 
 
 def stop_gracefully(queries: list, wait_s: float = STOP_WAIT_S) -> None:
@@ -128,7 +131,9 @@ def run(spark, opts: JobOptions, out=sys.stdout) -> None:
     def on_signal(signum, _frame) -> None:
         stopping.append(signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only there can Python trap them
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         while any(q.isActive for q in queries) and not stopping:
             for q in queries:
