@@ -3,11 +3,12 @@
 #
 # The generator walks simulated users through sessions on a small shop (landing, category,
 # search, product, cart, checkout), so per-page counts look like real traffic: many views, some
-# clicks, few purchases (a purchase is counted under the product page bought). Event time advances by 1000/rate ms per event from `start_ms`; an
-# occasional event is "late" (its event time pushed back 20–240 s, i.e. sometimes within the
-# 2-minute watermark and sometimes beyond it). Optionally a fraction of records is malformed, to
-# exercise the dead-letter path. Everything is drawn from one random.Random(seed), so a test can
-# regenerate the exact records the generator produced.
+# clicks, few purchases (a purchase is counted under the page of the product bought). Event
+# time advances by 1000/rate ms per event from `start_ms`; an occasional event is "late" (its
+# event time pushed back 20–240 s, i.e. sometimes within the 2-minute watermark and sometimes
+# beyond it). Optionally a fraction of records is malformed, to exercise the dead-letter path.
+# Everything is drawn from one random.Random(seed), so a test can regenerate the exact records
+# the generator produced.
 #
 # The reference model (`expected_page_stats`) replays Spark's micro-batch semantics for an
 # append-mode windowed aggregation with a watermark, as implemented in Spark 4.0

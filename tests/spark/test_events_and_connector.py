@@ -102,8 +102,8 @@ def test_offline_plan_uses_only_the_local_maven_repository(tmp_path):
     assert "--jars" in msg and "KAFKALITE_SPARK_JARS" in msg and "internet" in msg
 
     maven_artifact(m2, "org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.0",
-                   ["org.apache.kafka:kafka-clients:3.9.0", "org.apache.commons:commons-pool2:2.12.0",
-                    "junit:junit:9.9"])
+                   ["org.apache.kafka:kafka-clients:3.9.0",
+                    "org.apache.commons:commons-pool2:2.12.0", "junit:junit:9.9"])
     maven_artifact(m2, "org.apache.commons", "commons-pool2", "2.12.0")
     missing = m2_missing(SQL_KAFKA, m2)
     assert [Path(p).name for p in missing] == ["kafka-clients-3.9.0.pom", "kafka-clients-3.9.0.jar"]
