@@ -20,8 +20,6 @@ import time
 import uuid
 from typing import Iterator
 
-import pytest
-
 TEST_SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
     "log.retention.check.interval.ms": "1000",
@@ -120,32 +118,38 @@ class BrokerProcess:
         self.cleanup()
 
 
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[str]:
-    """Bootstrap address of a session-wide kafkalite broker."""
-    broker = BrokerProcess().start()
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.cleanup()
+try:
+    import pytest
+except ImportError:  # BrokerProcess works without pytest; the fixtures need it
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+    @pytest.fixture(scope="session")
+    def kafka_broker() -> Iterator[str]:
+        """Bootstrap address of a session-wide kafkalite broker."""
+        broker = BrokerProcess().start()
+        try:
+            yield broker.bootstrap
+        finally:
+            broker.cleanup()
 
 
-@pytest.fixture
-def kafka_topic(kafka_broker: str):
-    """Factory: kafka_topic(partitions=1, name=None, config=None) -> a new topic's name."""
-    from kafka.admin import KafkaAdminClient, NewTopic
+    @pytest.fixture
+    def kafka_topic(kafka_broker: str):
+        """Factory: kafka_topic(partitions=1, name=None, config=None) -> a new topic's name."""
+        from kafka.admin import KafkaAdminClient, NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=kafka_broker, client_id="kafkalite-fixture")
-    made: list[str] = []
+        admin = KafkaAdminClient(bootstrap_servers=kafka_broker, client_id="kafkalite-fixture")
+        made: list[str] = []
 
-    def create(partitions: int = 1, name: str | None = None,
-               config: dict[str, str] | None = None) -> str:
-        topic = name or f"test-{uuid.uuid4().hex[:12]}"
-        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
-        made.append(topic)
-        return topic
+        def create(partitions: int = 1, name: str | None = None,
+                   config: dict[str, str] | None = None) -> str:
+            topic = name or f"test-{uuid.uuid4().hex[:12]}"
+            admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
+            made.append(topic)
+            return topic
 
-    try:
-        yield create
-    finally:
-        admin.close()
+        try:
+            yield create
+        finally:
+            admin.close()

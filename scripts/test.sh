@@ -8,7 +8,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[test]'
+bash scripts/setup-java.sh || echo "Java 17 unavailable: the Spark tests will be skipped" >&2
+.venv/bin/python -m pip install -q -e '.[test,spark]'
 set +e
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
 rc=$?
