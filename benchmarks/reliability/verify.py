@@ -76,7 +76,11 @@ class Model:
                     except OffsetOutOfRange:
                         if not pm.retained:
                             raise
+                        # Retention moved the start meanwhile, possibly past the end read
+                        # above (it may delete the active segment): take both again.
                         start = list_offsets(conn, self.topic, [p], -2)[p]
+                        end = max(end, list_offsets(conn, self.topic, [p], -1)[p])
+                        pm.max_leo = max(pm.max_leo, end)
                         begin = max(pm.read_upto, start)
                 else:
                     raise AssertionError(f"{self.topic}-{p}: retention outran the reader")
