@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a server.properties file")
     serve.add_argument("--set", action="append", metavar="KEY=VALUE",
                        help="override a property (repeatable)")
+    serve.add_argument("--log-format", choices=["text", "json"], default="text",
+                       help="text lines (default) or one JSON object per line")
     serve.set_defaults(func=_serve)
     from . import tools
     tools.register(sub)
@@ -56,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "serve" or args.log_level:
-        logging.basicConfig(level=getattr(logging, args.log_level or "INFO"),
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        from .logformat import configure
+        configure(args.log_level or "INFO", getattr(args, "log_format", "text"))
     if args.command == "serve":
         return args.func(args)
     if not args.log_level:

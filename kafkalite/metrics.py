@@ -8,10 +8,12 @@ from typing import Iterator
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
 from prometheus_client.registry import CollectorRegistry
-from prometheus_client.exposition import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from .broker.registry import HANDLERS
 from .broker.stats import LATENCY_BUCKETS
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST.encode()
 
 
 class BrokerCollector:
@@ -70,14 +72,13 @@ class BrokerCollector:
         lag = GaugeMetricFamily("kafkalite_consumer_group_lag",
                                 "Log end offset minus committed offset",
                                 labels=["group", "topic", "partition"])
-        groups = b.extensions.get("groups")
-        committed = getattr(groups, "committed_offsets", None)
-        if callable(committed):
-            for group, topic, partition, offset in committed():
+        coordinator = b.extensions.get("groups")
+        for group in list(getattr(coordinator, "groups", {}).values()):
+            for (topic, partition), committed in list(group.offsets.items()):
                 p = b.logs.partition(topic, partition)
-                if p is not None and offset >= 0:
-                    lag.add_metric([group, topic, str(partition)],
-                                   max(p.log_end_offset - offset, 0))
+                if p is not None and committed.offset >= 0:
+                    lag.add_metric([group.group_id, topic, str(partition)],
+                                   max(p.log_end_offset - committed.offset, 0))
         yield lag
 
 

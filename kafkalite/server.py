@@ -159,6 +159,8 @@ class KafkaServer:
         self._stopping = asyncio.Event()
         self.bytes_out = 0
         self.bound_port = 0
+        self._metrics: asyncio.base_events.Server | None = None
+        self.metrics_port = -1
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if len(self.connections) >= self.config["max.connections"]:
@@ -167,6 +169,9 @@ class KafkaServer:
             return f"max.connections.per.ip ({self.config['max.connections.per.ip']}) reached"
         self.connections.add(conn)
         self.per_ip[ip] = self.per_ip.get(ip, 0) + 1
+        stats = self.broker.stats
+        stats.connections = len(self.connections)
+        stats.connections_total += 1
         conn.ip = ip  # type: ignore[attr-defined]
         return None
 
@@ -178,6 +183,7 @@ class KafkaServer:
                 self.per_ip[ip] -= 1
                 if not self.per_ip[ip]:
                     del self.per_ip[ip]
+            self.broker.stats.connections = len(self.connections)
 
     async def start(self) -> None:
         _raise_fd_limit()
@@ -185,6 +191,13 @@ class KafkaServer:
         self.broker.open()
         host, port = self.config.listener()
         loop = asyncio.get_running_loop()
+        metrics_port = self.config["kafkalite.metrics.port"]
+        if metrics_port >= 0:
+            self._metrics = await asyncio.start_server(self._serve_metrics, host or None,
+                                                       metrics_port, reuse_address=True)
+            self.metrics_port = self._metrics.sockets[0].getsockname()[1]
+            log.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0",
+                     self.metrics_port)
         self._server = await loop.create_server(
             lambda: KafkaConnection(self), host or None, port, reuse_address=True,
             backlog=1024)
@@ -216,17 +229,39 @@ class KafkaServer:
             except Exception:
                 log.exception("Housekeeping failed; will retry")
 
+    async def _serve_metrics(self, reader: asyncio.StreamReader,
+                             writer: asyncio.StreamWriter) -> None:
+        """A minimal HTTP/1.1 responder for GET /metrics (Prometheus text format)."""
+        from .metrics import CONTENT_TYPE, render
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            parts = head.split(b"\r\n", 1)[0].split()
+            if len(parts) >= 2 and parts[0] == b"GET" \
+                    and parts[1].split(b"?")[0] in (b"/metrics", b"/"):
+                status, ctype, body = b"200 OK", CONTENT_TYPE, render(self.broker)
+            else:
+                status, ctype, body = b"404 Not Found", b"text/plain", b"not found\n"
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
+                         + b"\r\nContent-Length: " + str(len(body)).encode()
+                         + b"\r\nConnection: close\r\n\r\n" + body)
+            await writer.drain()
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ConnectionError):
+            pass
+        finally:
+            writer.close()
+
     def request_stop(self) -> None:
         self._stopping.set()
 
     async def serve_forever(self) -> None:
-        await self.start()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 loop.add_signal_handler(sig, self.request_stop)
             except (NotImplementedError, RuntimeError):
                 pass
+        await self.start()
         await self._stopping.wait()
         await self.stop()
 
@@ -236,6 +271,8 @@ class KafkaServer:
         log.info("Shutting down")
         if self._server is not None:
             self._server.close()
+        if self._metrics is not None:
+            self._metrics.close()
         self.broker.closing = True
         self.broker.notifier.wake_all()
         deadline = time.monotonic() + SHUTDOWN_GRACE_S

@@ -77,3 +77,26 @@ def test_environment_variables_configure_the_broker(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_json_log_format(tmp_path):
+    import json
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalite", "serve", "--log-format", "json",
+                             "--set", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                             "--set", f"log.dirs={tmp_path}"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(20):  # up to the "listening" line: the SIGTERM handler is set by then
+            record = json.loads(proc.stderr.readline())
+            assert record["level"] in ("INFO", "WARNING")
+            assert record["logger"].startswith("kafkalite")
+            if "listening" in record["message"]:
+                break
+        else:
+            raise AssertionError("no 'listening' log record")
+    finally:
+        proc.terminate()
+        rest = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 0
+    assert all(json.loads(x) for x in rest.splitlines() if x.strip())

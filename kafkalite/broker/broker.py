@@ -22,6 +22,7 @@ from ..wire.codec import decode_request, encode, is_flexible
 from ..wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ..wire.header import parse_fixed, response_header, skip_tagged_fields
 from .registry import HANDLERS
+from .stats import BrokerStats
 from .waiters import AppendNotifier
 
 log = logging.getLogger("kafkalite.broker")
@@ -49,6 +50,7 @@ class Broker:
         self.notifier = AppendNotifier()
         self.pids: ProducerIdAllocator | None = None
         self.extensions: dict[str, Any] = {}  # per-feature state (fetch sessions, groups…)
+        self.stats = BrokerStats()
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
         self.started_at = time.time()
@@ -142,7 +144,9 @@ class Broker:
             pos = skip_tagged_fields(frame, pos)
         request = decode_request(api_key, version, frame, pos)
         ctx = RequestContext(self, api_key, version, corr, client_id, peer)
+        started = time.perf_counter()
         result = await handler.fn(ctx, request)
+        self.stats.request_done(api_key, version, time.perf_counter() - started)
         if result is None:
             return None
         head = response_header(corr, flexible and api_key != API_VERSIONS_KEY)

@@ -168,6 +168,7 @@ async def handle(ctx, req):
     for k, code in fenced.items():
         idx = k[1]
         results[k] = (idx, code, -1, -1, b"")
+    _count_bytes_out(broker, use_ids, results)
     if incremental:
         shown = OrderedDict()
         for k, r in results.items():
@@ -182,6 +183,13 @@ async def handle(ctx, req):
             if sp is not None:
                 sp.last_hw, sp.last_start = r[2], r[3]
     return encode_response(v, ErrorCode.none, session.id if session else 0, _group(results))
+
+
+def _count_bytes_out(broker, use_ids: bool, results) -> None:
+    for (tkey, _idx), r in results.items():
+        if r[4]:
+            topic = broker.logs.by_id.get(tkey) if use_ids else None
+            broker.stats.fetched(topic.name if topic else tkey, len(r[4]))
 
 
 def _names(broker, use_ids: bool, partitions) -> list[tuple[str, int]]:

@@ -133,6 +133,7 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
         state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
                      base)
     broker.notifier.notify(topic, idx)
+    broker.stats.produced(topic, len(records), h.records_count)
     return _partition_result(idx, 0, base, now if p.config.log_append_time else -1,
                              p.log_start_offset)
 
