@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..wire.errors import ErrorCode
+from .offsets_records import OffsetValue
 
 CONSUMER_PROTOCOL = "consumer"
 _H = struct.Struct(">h")
@@ -58,13 +59,8 @@ class SyncResult:
     protocol_name: str | None = None
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_ms: int
-    expire_ms: int = -1
+# A committed offset is exactly what its OffsetCommitValue record holds.
+CommittedOffset = OffsetValue
 
 
 @dataclass(eq=False)
@@ -288,16 +284,18 @@ def fence_sync(member: Member) -> None:
 
 
 def answer_join(member: Member, result: JoinResult) -> bool:
+    """Complete the member's waiting JoinGroup, if any; True if there was one."""
     waiter, member.join_waiter = member.join_waiter, None
-    if waiter is None:
-        return False
-    if not waiter.done():
-        waiter.set_result(result)
-    return True
+    return _complete(waiter, result)
 
 
 def answer_sync(member: Member, result: SyncResult) -> bool:
+    """Complete the member's waiting SyncGroup, if any; True if there was one."""
     waiter, member.sync_waiter = member.sync_waiter, None
+    return _complete(waiter, result)
+
+
+def _complete(waiter: asyncio.Future | None, result: object) -> bool:
     if waiter is None:
         return False
     if not waiter.done():

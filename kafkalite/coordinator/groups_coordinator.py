@@ -21,8 +21,7 @@ from .groups_membership import Membership, StoreError
 from .offsets import TP, OffsetManager, store_error
 from .offsets_log import OffsetsLog, Record
 from .offsets_records import (GroupValue, MemberValue, group_key, group_value, offset_key,
-                              offset_value, OffsetValue, parse_group_value, parse_key,
-                              parse_offset_value)
+                              offset_value, parse_group_value, parse_key, parse_offset_value)
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -233,10 +232,8 @@ class GroupCoordinator:
                         if g.is_(S.STABLE) else None
                     records.append((group_key(g.group_id),
                                     group_value(self.group_value(g, stable))))
-                for (t, part), o in g.offsets.items():
-                    records.append((offset_key(g.group_id, t, part), offset_value(
-                        OffsetValue(o.offset, o.leader_epoch, o.metadata, o.commit_ms,
-                                    o.expire_ms))))
+                records += [(offset_key(g.group_id, t, part), offset_value(o))
+                            for (t, part), o in g.offsets.items()]
             try:
                 self.store.compact(p, records, now_ms)
             except (OSError, ValueError) as e:
@@ -260,9 +257,7 @@ class _Loader:
                 if value is None:
                     offsets.pop((topic, partition), None)  # type: ignore[arg-type]
                 else:
-                    v = parse_offset_value(value)
-                    offsets[(topic, partition)] = CommittedOffset(  # type: ignore[index]
-                        v.offset, v.leader_epoch, v.metadata, v.commit_ms, v.expire_ms)
+                    offsets[(topic, partition)] = parse_offset_value(value)  # type: ignore[index]
             elif value is None:
                 self.values.pop(group_id, None)
             else:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..wire.errors import ErrorCode
 from .groups import CONSUMER_PROTOCOL, CommittedOffset, Group, GroupState
 from .groups_membership import StoreError, validate_member
-from .offsets_records import OffsetValue, group_key, offset_key, offset_value
+from .offsets_records import group_key, offset_key, offset_value
 
 if TYPE_CHECKING:
     from .groups_coordinator import GroupCoordinator
@@ -96,9 +96,7 @@ class OffsetManager:
                 valid[tp] = o
         if not valid:
             return result
-        records = [(offset_key(group.group_id, t, p),
-                    offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata, o.commit_ms,
-                                             o.expire_ms)))
+        records = [(offset_key(group.group_id, t, p), offset_value(o))
                    for (t, p), o in valid.items()]
         try:
             self.coord.store.append(group.group_id, records, self.coord.now_ms())

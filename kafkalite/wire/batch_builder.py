@@ -12,6 +12,7 @@ from typing import Iterable
 
 import crc32c
 
+from .primitives import uvarint
 from .records import LOG_OVERHEAD
 
 _AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
@@ -24,14 +25,8 @@ NO_SEQUENCE = -1
 
 
 def zigzag_varint(n: int) -> bytes:
-    """Kafka's signed varint/varlong (zigzag, then base-128 little-endian groups)."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    """Kafka's signed varint/varlong: zigzag, then the unsigned base-128 encoding."""
+    return uvarint((n << 1) ^ (n >> 63))
 
 
 def _field(data: bytes | None) -> bytes:

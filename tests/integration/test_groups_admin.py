@@ -141,8 +141,11 @@ def test_twenty_groups_on_one_topic_do_not_disturb_each_other(kafka_broker, kafk
         def settled() -> bool:
             poll_all(5)
             ds = ka.describe_groups(groups)
+            owned = {g: sorted(tp.partition for m in range(2)
+                               for tp in consumers[(g, m)].assignment()) for g in range(20)}
             return all(d["group_state"] == "Stable" and len(d["members"]) == 2
                        and _assigned(d["members"]) == [0, 1, 2, 3] for d in ds.values()) \
+                and all(o == [0, 1, 2, 3] for o in owned.values()) \
                 and all(len(s) == records for s in seen.values())
         wait_for(settled, 120, "20 stable groups that each consumed every record", 0)
 

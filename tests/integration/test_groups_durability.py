@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
@@ -88,11 +88,10 @@ def test_offsets_and_metadata_survive_clean_and_hard_restarts(broker_process):
                 first.setdefault(m.partition(), m.offset())
         if len(first) == 3:
             break
-    committed = c.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
     c.close()
+    # (confluent-kafka's committed() reads metadata as a NUL-terminated C string, so it is
+    # checked through kafka-python's OffsetFetch above.)
     assert first == {i: 5 * (i + 1) for i in range(3)}
-    assert [(tp.offset, tp.metadata or "") for tp in committed] == [expected[(topic, i)]
-                                                               for i in range(3)]
 
 
 def test_deleted_topic_takes_its_offsets_and_compaction_bounds_replay(broker_process):

@@ -38,35 +38,57 @@ class _Out:
         self.f.flush()
 
 
+class _Tracker:
+    """Reports assignment changes and processed records of a poll-based consumer."""
+
+    def __init__(self, out: _Out):
+        self.out = out
+        self.last: list[int] | None = None
+
+    def polled(self, assigned, batches: dict) -> dict:
+        """Log the assignment if it changed and the records polled (before any commit);
+        returns {topic-partition: next offset to commit}."""
+        cur = sorted(tp.partition for tp in assigned)
+        if cur != self.last:
+            self.out(ev="assigned", parts=cur)
+            self.last = cur
+        commit = {}
+        for tp, recs in batches.items():
+            self.out(ev="recs", p=tp.partition, offs=[r.offset for r in recs])
+            commit[tp] = recs[-1].offset + 1
+        return commit
+
+    def committed(self, commit: dict) -> None:
+        for tp, nxt in commit.items():
+            self.out(ev="commit", p=tp.partition, next=nxt)
+
+
 def _run_kafka_python(a, out: _Out, stop: Callable[[], bool]) -> None:
     from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.structs import OffsetAndMetadata
     extra = {"group_instance_id": a["instance"]} if a.get("instance") else {}
+    if a.get("strategy"):
+        extra["partition_assignment_strategy"] = [
+            {"range": RangePartitionAssignor,
+             "roundrobin": RoundRobinPartitionAssignor}[a["strategy"]]]
     c = KafkaConsumer(a["topic"], bootstrap_servers=a["bootstrap"], group_id=a["group"],
                       enable_auto_commit=False, auto_offset_reset="earliest",
                       session_timeout_ms=a.get("session_ms", SESSION_MS),
                       heartbeat_interval_ms=HEARTBEAT_MS, client_id=a.get("name", "w"),
                       **extra)
-    last = None
+    track = _Tracker(out)
     while not stop():
-        batches = c.poll(timeout_ms=200, max_records=500)
-        cur = sorted(tp.partition for tp in c.assignment())
-        if cur != last:
-            out(ev="assigned", parts=cur)
-            last = cur
-        if not batches:
+        commit = track.polled(c.assignment(), c.poll(timeout_ms=200, max_records=500))
+        if not commit:
             continue
-        commit = {}
-        for tp, recs in batches.items():
-            out(ev="recs", p=tp.partition, offs=[r.offset for r in recs])
-            commit[tp] = OffsetAndMetadata(recs[-1].offset + 1, "", -1)
         try:
-            c.commit(commit)
+            c.commit({tp: OffsetAndMetadata(n, "", -1) for tp, n in commit.items()})
         except Exception as e:  # CommitFailedError and friends: a rebalance got there first
             out(ev="error", msg=f"commit: {e!r}")
             continue
-        for tp, om in commit.items():
-            out(ev="commit", p=tp.partition, next=om.offset)
+        track.committed(commit)
     c.close()
 
 
@@ -119,33 +141,33 @@ def _run_aiokafka(a, out: _Out, stop: Callable[[], bool]) -> None:
     import asyncio
 
     from aiokafka import AIOKafkaConsumer
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    extra = {}
+    if a.get("strategy"):
+        extra["partition_assignment_strategy"] = (
+            {"range": RangePartitionAssignor,
+             "roundrobin": RoundRobinPartitionAssignor}[a["strategy"]],)
 
     async def main() -> None:
         c = AIOKafkaConsumer(a["topic"], bootstrap_servers=a["bootstrap"], group_id=a["group"],
                              enable_auto_commit=False, auto_offset_reset="earliest",
                              session_timeout_ms=a.get("session_ms", SESSION_MS),
-                             heartbeat_interval_ms=HEARTBEAT_MS, client_id=a.get("name", "w"))
+                             heartbeat_interval_ms=HEARTBEAT_MS, client_id=a.get("name", "w"),
+                             **extra)
         await c.start()
-        last = None
+        track = _Tracker(out)
         while not stop():
             data = await c.getmany(timeout_ms=200, max_records=500)
-            cur = sorted(tp.partition for tp in c.assignment())
-            if cur != last:
-                out(ev="assigned", parts=cur)
-                last = cur
-            if not data:
+            commit = track.polled(c.assignment(), data)
+            if not commit:
                 continue
-            commit = {}
-            for tp, recs in data.items():
-                out(ev="recs", p=tp.partition, offs=[r.offset for r in recs])
-                commit[tp] = recs[-1].offset + 1
             try:
                 await c.commit(commit)
             except Exception as e:
                 out(ev="error", msg=f"commit: {e!r}")
                 continue
-            for tp, off in commit.items():
-                out(ev="commit", p=tp.partition, next=off)
+            track.committed(commit)
         await c.stop()
 
     asyncio.run(main())
@@ -161,6 +183,9 @@ def worker_main(argv: list[str]) -> None:
     a = {"bootstrap": bootstrap, "topic": topic, "group": group, **opts}
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    import logging  # the client's own account of its group protocol, for failure reports
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = _Out(path)
     out(ev="started", pid=os.getpid())
     deadline = time.monotonic() + opts.get("max_seconds", 240)
@@ -259,8 +284,12 @@ def wait_split(workers: list[Worker], partitions: int, timeout: float, what: str
         for w in workers:
             assert w.alive, f"worker {w.name} died:\n{w.stderr()}"
         return covers(workers, partitions)
-    wait_for(check, timeout, lambda: f"{what}: {[(w.name, w.assignment()) for w in workers]}",
-             0.2)
+    def report() -> str:
+        lines = [f"{what}: {[(w.name, w.assignment()) for w in workers]}"]
+        for w in workers:
+            lines.append(f"--- {w.name}: last events {w.events()[-5:]}\n{w.stderr()[-1500:]}")
+        return "\n".join(lines)
+    wait_for(check, timeout, report, 0.2)
 
 
 # --- a raw protocol client (kio encodes requests and decodes responses) -------------------

@@ -29,16 +29,15 @@ async def handle(ctx, req):
     wanted: dict[tuple[str, int], CommittedOffset] = {}
     order: list[tuple[str, int]] = []
     for t in req.topics:
-        topic = b.logs.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             order.append(tp)
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if b.logs.partition(*tp) is None:
                 answers[tp] = ErrorCode.unknown_topic_or_partition
-                continue
-            wanted[tp] = CommittedOffset(p.committed_offset,
-                                         getattr(p, "committed_leader_epoch", -1),
-                                         p.committed_metadata or "", now, expire)
+            else:
+                wanted[tp] = CommittedOffset(p.committed_offset,
+                                             getattr(p, "committed_leader_epoch", -1),
+                                             p.committed_metadata or "", now, expire)
     if wanted:
         answers.update(coord.commit_offsets(
             req.group_id, req.member_id, getattr(req, "group_instance_id", None),

@@ -17,16 +17,10 @@ from ..registry import api
 async def handle(ctx, req):
     b = ctx.broker
     mod = response_module(47, ctx.api_version)
-    order, valid, errors = [], [], {}
-    for t in req.topics:
-        topic = b.logs.get(t.name)
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            order.append(tp)
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                errors[tp] = ErrorCode.unknown_topic_or_partition
-            else:
-                valid.append(tp)
+    order = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    errors = {tp: ErrorCode.unknown_topic_or_partition for tp in order
+              if b.logs.partition(*tp) is None}
+    valid = [tp for tp in order if tp not in errors]
     err, results = b.extensions["groups"].delete_offsets(req.group_id, valid)
     cls = response_class(47, ctx.api_version)
     if err != ErrorCode.none:
