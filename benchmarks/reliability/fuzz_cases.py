@@ -240,8 +240,8 @@ def bad_batch(reqs: Requests, rnd: random.Random) -> tuple[str, bytes, str]:
 def has_huge_varint(frame: bytes, floor: int = 1 << 28) -> bool:
     """Whether any 5-byte unsigned varint in the frame's body encodes >= `floor`. kio 0.6.5's
     native reader reserves memory for a compact array's declared length before reading it,
-    and aborts the process when that fails (see RELIABILITY.md); the default fuzz run
-    leaves this family out so that it can find other crashes, and counts what it left out."""
+    and aborted the process when that failed, until wire/guard.py (9004939) stopped such
+    frames first; --leave-out-huge-varints reproduces the earlier runs that had to skip them."""
     b = frame[4:]
     for i in range(len(b) - 4):
         if b[i] & 0x80 and b[i + 1] & 0x80 and b[i + 2] & 0x80 and b[i + 3] & 0x80 \

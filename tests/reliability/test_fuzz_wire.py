@@ -23,6 +23,7 @@ def _check(r: dict, cases: int) -> None:
     for kind in ("mutated", "header", "tagged", "batch", "frame", "truncated"):
         assert r["by_kind"].get(kind, 0) > 0, kind
     assert r["versions_covered"] > 100  # every advertised (key, version) kafka-python speaks
+    assert r["huge_varint_frames"] > 0  # declared lengths up to 2^35 (kio abort, 9004939)
 
 
 def test_fuzz_live_sockets() -> None:
