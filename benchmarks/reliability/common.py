@@ -241,5 +241,10 @@ def loaded_lines(text: str) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for m in LOADED_RE.finditer(text)]
 
 
-def summary_line(name: str, result: dict[str, Any]) -> str:
-    return name + ": " + ", ".join(f"{k}={v}" for k, v in result.items())
+def emit(result: Any, json_path: str | None) -> None:
+    """Print a harness result as JSON, and write it to `json_path` when given."""
+    import json
+    print(json.dumps(result, indent=1))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1)

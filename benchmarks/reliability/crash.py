@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -26,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from .common import Broker, Conn, create_topic, list_offsets, offset_fetch
+from .common import Broker, Conn, create_topic, emit, list_offsets, offset_fetch
 from .verify import Model
 from .workers import GroupConsumer, ProducerWorker
 
@@ -220,12 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     for fsync in modes:
         r = run(args.cycles, fsync, args.seed, args.rate, args.start_timeout, progress=True)
         results.append(r)
-        print(json.dumps(r, indent=1))
         ok = ok and not r["violations"] and r["data"]["lost"] == 0 \
             and r["data"]["duplicates"] == 0 and r["producer_fatal_errors"] == 0
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    emit(results, args.json)
     return 0 if ok else 1
 
 

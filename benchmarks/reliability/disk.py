@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -20,8 +19,8 @@ import sys
 import tempfile
 import time
 
-from .common import Broker, Conn, build_batch, create_topic, fetch_range, list_offsets, \
-    produce_batch
+from .common import (Broker, Conn, build_batch, create_topic, emit, fetch_range,
+                     list_offsets, produce_batch)
 
 STORAGE_ERROR = 56
 
@@ -114,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     r = run(args.size_kb)
-    print(json.dumps(r, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    emit(r, args.json)
     return 0
 
 

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -33,7 +32,7 @@ from compat_tests.wire import response_class
 
 from kafka.record.default_records import DefaultRecordBatch
 
-from .common import (Broker, Conn, CorruptBatchServed, build_batch, check_batch_crc,
+from .common import (Broker, Conn, CorruptBatchServed, build_batch, check_batch_crc, emit,
                      create_topic, fetch_range, fetch_raw, list_offsets, produce_batch)
 from .fuzz_cases import (CID, FUZZ_TOPIC, Requests, bad_batch, has_huge_varint,
                          header_mutation, mutated_request, raw_frames, tagged_fields, truncated)
@@ -280,10 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     r = run(args.cases, args.seed, args.check_every, progress=True,
             leave_out_huge_varints=args.leave_out_huge_varints)
-    print(json.dumps(r, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    emit(r, args.json)
     return 0 if r["broker_crashes"] == 0 and r["canary_intact"] else 1
 
 

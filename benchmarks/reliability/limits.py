@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import resource
 import socket
@@ -25,7 +24,7 @@ import time
 
 from compat_tests.wire import response_class
 
-from .common import Broker, Conn, build_batch, create_topic, list_offsets, produce_batch
+from .common import Broker, Conn, build_batch, create_topic, emit, list_offsets, produce_batch
 
 
 def _frame(conn: Conn, key: int, version: int, fields: dict, cid: int) -> bytes:
@@ -236,10 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     r = {"connection_limits": connection_limits(), "slow_reader": slow_reader(),
          "concurrent_load": concurrent_load(args.connections, args.partitions, args.seconds)}
-    print(json.dumps(r, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    emit(r, args.json)
     load = r["concurrent_load"]
     return 0 if not load["error_codes"] and not load["connection_errors"] \
         and not load["partitions_with_leo_mismatch"] else 1

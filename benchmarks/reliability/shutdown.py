@@ -11,14 +11,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
 import tempfile
 import time
 
-from .common import Broker, Conn, create_topic, loaded_lines
+from .common import Broker, Conn, create_topic, emit, loaded_lines
 from .verify import Model
 from .workers import ProducerWorker
 
@@ -87,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     r = run(args.clients, args.rounds)
-    print(json.dumps(r, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    emit(r, args.json)
     ok = not r["violations"] and r["model"]["lost"] == 0 and r["recovery_scans"] == 0
     return 0 if ok else 1
 

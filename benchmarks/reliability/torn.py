@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -25,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from .common import (Broker, Conn, build_batch, create_topic, fetch_range, list_offsets,
+from .common import (Broker, Conn, build_batch, create_topic, emit, fetch_range, list_offsets,
                      produce_batch)
 from .torn_damage import PARTS, TOPIC, Baseline, Expect, PBatch, damage
 
@@ -229,10 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     r = run(args.cases, args.seed, progress=True, bit_rot=args.bit_rot)
-    print(json.dumps(r, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    emit(r, args.json)
     return 0 if not r["failures"] else 1
 
 
