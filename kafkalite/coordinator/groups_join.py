@@ -198,7 +198,8 @@ class JoinProtocol:
                                      reason) -> None:
         group.update_protocols(member, protocols, rebalance_ms, session_ms)
         self._set_join_waiter(member, fut)
-        self.maybe_prepare_rebalance(group, f"member {member.member_id} rejoining{client_reason(reason)}")
+        self.maybe_prepare_rebalance(
+            group, f"member {member.member_id} rejoining{client_reason(reason)}")
 
     def _replace_static_member(self, group: Group, fut: asyncio.Future, old_id: str,
                                new_id: str, instance_id: str, protocols, rebalance_ms: int,

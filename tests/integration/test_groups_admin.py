@@ -54,8 +54,8 @@ def test_describe_list_and_delete_groups_through_admin_clients(kafka_broker, kaf
 
         cd = ca.describe_consumer_groups([group])[group].result()
         assert cd.state == ConsumerGroupState.STABLE and cd.partition_assignor == "range"
-        assert sorted((m.client_id, tuple(sorted(tp.partition for tp in m.assignment.topic_partitions)))
-                      for m in cd.members) == [(f"member-{i}", tuple(workers[i].assignment()))
+        assert sorted((m.client_id, sorted(tp.partition for tp in m.assignment.topic_partitions))
+                      for m in cd.members) == [(f"member-{i}", workers[i].assignment())
                                                for i in range(2)]
 
         assert {g["group_id"]: g["group_state"] for g in ka.list_groups()}[group] == "Stable"

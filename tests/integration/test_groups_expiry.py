@@ -45,13 +45,15 @@ def test_explicit_retention_time_expires_the_offset():
                 return [(t.name, p.committed_offset) for t in r.topics for p in t.partitions]
             assert offsets() == [("expiring", 1)]
             wait_for(lambda: offsets() == [], 30, "the offset to expire")
-            assert "short-lived" not in {g.group_id for g in raw.call(16, 4, states_filter=()).groups}
+            listed = raw.call(16, 4, states_filter=()).groups
+            assert "short-lived" not in {g.group_id for g in listed}
         finally:
             raw.close()
 
 
 async def _broker(tmp_path, **settings) -> Broker:
-    cfg = BrokerConfig({"log.dirs": str(tmp_path / "data"), "group.initial.rebalance.delay.ms": "0",
+    cfg = BrokerConfig({"log.dirs": str(tmp_path / "data"),
+                        "group.initial.rebalance.delay.ms": "0",
                         "offsets.retention.minutes": "1",
                         "offsets.retention.check.interval.ms": "1", **settings})
     b = Broker(cfg)

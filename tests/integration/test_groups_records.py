@@ -26,7 +26,8 @@ def test_java_string_hash_and_partition_for():
 
 
 def test_offset_commit_key_and_value_layouts():
-    assert offset_key("g", "t", 7) == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x07"
+    assert offset_key("g", "t", 7) \
+        == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x07"
     assert parse_key(offset_key("grüppe", "t", 3)) == ("offset", "grüppe", "t", 3)
     assert group_key("g") == b"\x00\x02\x00\x01g"
     assert parse_key(group_key("g")) == ("group", "g", None, -1)

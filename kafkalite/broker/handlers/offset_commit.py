@@ -45,8 +45,8 @@ async def handle(ctx, req):
     mod = response_module(8, v)
     topics: dict[str, list] = {}
     for name, idx in order:
-        topics.setdefault(name, []).append(
-            mod.OffsetCommitResponsePartition(partition_index=idx, error_code=answers[(name, idx)]))
+        topics.setdefault(name, []).append(mod.OffsetCommitResponsePartition(
+            partition_index=idx, error_code=answers[(name, idx)]))
     return make(response_class(8, v), throttle_time=ZERO,
                 topics=tuple(mod.OffsetCommitResponseTopic(name=n, partitions=tuple(ps))
                              for n, ps in topics.items()))
