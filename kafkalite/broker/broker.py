@@ -116,6 +116,11 @@ class Broker:
 
     def auto_create(self, name: str) -> Topic | None:
         """Create `name` with num.partitions if auto.create.topics.enable; else None."""
+        groups = self.extensions.get("groups")
+        if name == "__consumer_offsets" and groups is not None:
+            # Internal topics are created with their own settings (compacted,
+            # offsets.topic.num.partitions), as Kafka's AutoTopicCreationManager does.
+            return groups.store.ensure_topic()
         if not self.config["auto.create.topics.enable"]:
             return None
         return self.create_topic(name, self.config["num.partitions"])
