@@ -209,7 +209,7 @@ def topic(make_topic) -> str:
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "kafkalite_gap(reason): asserts Apache Kafka's behaviour where kafkalite is "
-        "known to differ (COMPATIBILITY_matrix.md); a strict xfail against the spawned "
+        "known to differ (COMPATIBILITY.md); a strict xfail against the spawned "
         "kafkalite, an ordinary test against KAFKA_BOOTSTRAP")
 
 

@@ -194,7 +194,7 @@ def produce_check(ctx: Ctx, conn: Conn, v: int) -> None:
     fields = ctx.produce_fields(topic, tid, batch(recs, magic=magic))
     if v < 3:
         # 3.x appends the old message set; 4.x closes the connection (version not enabled);
-        # kafkalite answers UNSUPPORTED_VERSION (a documented gap, COMPATIBILITY_matrix.md).
+        # kafkalite answers UNSUPPORTED_VERSION (a documented gap, COMPATIBILITY.md).
         from compat_tests.wire import ConnectionClosed
         try:
             resp = conn.call(0, v, fields)

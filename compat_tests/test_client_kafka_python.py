@@ -1,4 +1,4 @@
-# Client matrix: kafka-python (version in COMPATIBILITY_matrix.md). Produce/consume, codecs,
+# Client matrix: kafka-python (version in COMPATIBILITY.md). Produce/consume, codecs,
 # idempotence, groups, seek/assign/pause/resume, auto.offset.reset, offsets for times, admin,
 # and how the client surfaces broker errors. kafka-python refuses a record whose key and value
 # are both null ("Need at least one: key or value"), so that sample is left out here.
