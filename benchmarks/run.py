@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--sizes", default="100,1024", help="record value sizes in bytes")
     ap.add_argument("--acks", default="1,all", help="acks settings to produce with")
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--keep-topics", action="store_true",
+                    help="do not delete each test's topic once it is done with")
     ap.add_argument("--no-consume", action="store_true",
                     help="skip the consume tests (e.g. to profile produce alone)")
     ap.add_argument("--linger-ms", type=int, default=10)
@@ -169,6 +171,8 @@ def _ceiling(r: dict, count_key: str) -> None:
 
 
 def _phase(mon, fn, *args, **kw) -> dict:
+    from .broker_proc import settle_writeback
+    settled = settle_writeback()
     quiet = None
     if QUIET_WAIT > 0:
         from .broker_proc import wait_for_quiet
@@ -177,6 +181,7 @@ def _phase(mon, fn, *args, **kw) -> dict:
     r = fn(*args, **kw)
     if mon:
         r["broker"] = mon.end_phase(mark)
+    r["writeback_wait"] = settled
     if quiet is not None:
         r["quiet_wait"] = quiet
     return r
@@ -190,6 +195,14 @@ def _topic(w, bootstrap: str, name: str, partitions: int, doc: dict) -> dict:
     if t["partitions"] != partitions:
         doc["warnings"].append(f"{name} has {t['partitions']} partitions, not {partitions}")
     return t
+
+
+def _drop(w, bootstrap: str, topic: str, args, doc: dict) -> None:
+    if args.keep_topics:
+        return
+    err = w.delete_topic(bootstrap, topic)
+    if err:
+        doc["warnings"].append(f"could not delete {topic}: {err}")
 
 
 def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
@@ -213,21 +226,30 @@ def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
             _ceiling(r, "acked")
             doc["produce"].append(r)
             _progress(f"produce {size} B acks={acks}", r)
-            if consume_from is None:
+            if consume_from is None and not args.no_consume:
                 consume_from = (t, stored)
-        if consume_from is not None and not args.no_consume:
+            else:
+                _drop(w, bootstrap, t["topic"], args, doc)
+        if consume_from is not None:
             t, stored = consume_from
             r = _phase(mon, w.consume, bootstrap, t["topic"], t["partitions"], size, stored,
                        args.phase_timeout)
             _ceiling(r, "received")
             doc["consume"].append(r)
             _progress(f"consume {size} B", r)
+            _drop(w, bootstrap, t["topic"], args, doc)
     if args.latency_rate > 0:
         t = _topic(w, bootstrap, f"bench-{run_id}-latency", args.partitions, doc)
         doc["latency"] = _phase(mon, w.latency, bootstrap, t["topic"], t["partitions"],
                                 args.latency_rate, args.latency_seconds,
                                 acks=args.latency_acks, timeout=args.phase_timeout)
-        _progress("latency", doc["latency"])
+        r = doc["latency"]
+        if r.get("broker") and r["received"]:
+            # per record, which here means one Produce request plus the Fetch it answers
+            r["broker_cpu_us_per_record"] = round(1e6 * r["broker"]["broker_cpu_s"]
+                                                  / r["received"])
+        _progress("latency", r)
+        _drop(w, bootstrap, t["topic"], args, doc)
 
 
 def _progress(label: str, r: dict) -> None:
