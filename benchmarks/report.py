@@ -80,7 +80,8 @@ def render(doc: dict) -> str:
         lines.append(_row(f"produce {r['size']} B acks={r['acks']}", r, "acked",
                           _bar_note("produce", r["size"], r)))
     for r in doc.get("consume", []):
-        lines.append(_row(f"consume {r['size']} B", r, "received",
+        procs = f" x{r['processes']} procs" if r.get("processes", 1) > 1 else ""
+        lines.append(_row(f"consume {r['size']} B{procs}", r, "received",
                           _bar_note("consume", r["size"], r)))
     lines.append("(broker CPU = user+sys seconds, % of one core during the test, and the "
                  "share spent in the kernel (sys); "
@@ -99,7 +100,10 @@ def render(doc: dict) -> str:
                   f"{flag}"]
         if lat.get("broker"):
             lines.append(f"  broker CPU during it: {lat['broker']['broker_cpu_s']} s "
-                         f"({lat['broker']['broker_cpu_pct_of_core']}% of a core)")
+                         f"({lat['broker']['broker_cpu_pct_of_core']}% of a core, "
+                         f"{lat.get('broker_cpu_us_per_record')} us per record, i.e. per "
+                         f"Produce request plus the Fetch that returns it); others "
+                         f"{lat['broker'].get('other_processes_cores')} cores")
     sink = doc.get("tcp_sink")
     if sink:
         lines += ["", "Physical reference, trivial asyncio TCP sink on loopback (same run):"]

@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--sizes", default="100,1024", help="record value sizes in bytes")
     ap.add_argument("--acks", default="1,all", help="acks settings to produce with")
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--parallel-consumers", type=int, default=2, metavar="N",
+                    help="also read each consumed topic again with N consumer processes "
+                         "(what the broker serves when one Python client is not the limit; "
+                         "0 or 1 skips)")
     ap.add_argument("--keep-topics", action="store_true",
                     help="do not delete each test's topic once it is done with")
     ap.add_argument("--no-consume", action="store_true",
@@ -155,6 +159,7 @@ def measure_startup(runs: int, settings: dict[str, str], src: str | None) -> lis
 
 
 QUIET_WAIT = 0.0
+DATA_DIR: str | None = None  # the spawned broker's, flushed before each test
 
 
 def _ceiling(r: dict, count_key: str) -> None:
@@ -172,7 +177,7 @@ def _ceiling(r: dict, count_key: str) -> None:
 
 def _phase(mon, fn, *args, **kw) -> dict:
     from .broker_proc import settle_writeback
-    settled = settle_writeback()
+    settled = settle_writeback(DATA_DIR)
     quiet = None
     if QUIET_WAIT > 0:
         from .broker_proc import wait_for_quiet
@@ -237,6 +242,13 @@ def run_kafka_tests(args, bootstrap: str, mon, doc: dict) -> None:
             _ceiling(r, "received")
             doc["consume"].append(r)
             _progress(f"consume {size} B", r)
+            if args.parallel_consumers > 1:
+                per = w.partition_high_watermarks(bootstrap, t["topic"], t["partitions"])
+                r = _phase(mon, w.consume_parallel, bootstrap, t["topic"], per, size,
+                           args.parallel_consumers, args.phase_timeout)
+                _ceiling(r, "received")
+                doc["consume"].append(r)
+                _progress(f"consume {size} B x{r['processes']} processes", r)
             _drop(w, bootstrap, t["topic"], args, doc)
     if args.latency_rate > 0:
         t = _topic(w, bootstrap, f"bench-{run_id}-latency", args.partitions, doc)
@@ -260,7 +272,7 @@ def _progress(label: str, r: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    global QUIET_WAIT
+    global QUIET_WAIT, DATA_DIR
     QUIET_WAIT = args.wait_for_quiet
     from .broker_proc import (ProcessMonitor, export_revision, python_startup_s,
                               spawn_broker)
@@ -304,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                                   cprofile_out=args.cprofile)
         runs.append(st)
         pid = broker.proc.pid
+        DATA_DIR = broker.data_dir
         bootstrap = broker.bootstrap
         doc["startup"] = {
             "metadata_s": [round(r.metadata_s, 4) for r in runs],
@@ -344,8 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     sink = {s["chunk_bytes"]: s["mib_per_s"] for s in doc.get("tcp_sink", [])}
     for r in doc["produce"] + doc["consume"]:
         if r["size"] >= 1000 and r["mib_per_s"]:
+            procs = f" x{r['processes']} procs" if r.get("processes", 1) > 1 else ""
             label = (f"produce {r['size']} B acks={r['acks']}" if "acks" in r
-                     else f"consume {r['size']} B")
+                     else f"consume {r['size']} B{procs}")
             for chunk, mib in sink.items():
                 ratios[f"{label} MiB/s / sink {chunk} B writes"] = round(r["mib_per_s"] / mib, 3)
     doc["ratios"] = ratios

@@ -66,14 +66,18 @@ def delete_topic(bootstrap: str, name: str, timeout: float = 15.0) -> str | None
         return str(e)
 
 
-def high_watermarks(bootstrap: str, topic: str, partitions: int) -> int:
+def partition_high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-wm-{uuid.uuid4().hex}",
                   "enable.auto.commit": False})
     try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, i), timeout=10)[1]
-                   for i in range(partitions))
+        return [c.get_watermark_offsets(TopicPartition(topic, i), timeout=10)[1]
+                for i in range(partitions)]
     finally:
         c.close()
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> int:
+    return sum(partition_high_watermarks(bootstrap, topic, partitions))
 
 
 def _rate(count: int, size: int, seconds: float) -> dict:
@@ -127,8 +131,11 @@ def produce(bootstrap: str, topic: str, size: int, acks: str, count: int,
             "errors": errors, "complete": acked == count and not errors}
 
 
-def consume(bootstrap: str, topic: str, partitions: int, size: int, count: int,
+def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, count: int,
             timeout: float) -> dict:
+    """Read `count` records of `topic` from the beginning of `partitions` (a count: all of
+    0..n-1; or a list of partition indexes)."""
+    parts = list(range(partitions)) if isinstance(partitions, int) else list(partitions)
     c = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
         "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -144,7 +151,7 @@ def consume(bootstrap: str, topic: str, partitions: int, size: int, count: int,
         cpu0 = time.process_time()
         t0 = time.perf_counter()
         deadline = t0 + timeout
-        c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(partitions)])
+        c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in parts])
         while got < count and time.perf_counter() < deadline:
             # consume(n) returns early only once it has n messages: ask for no more than
             # are still due, or the last batch would wait out the timeout.
@@ -171,6 +178,8 @@ def consume(bootstrap: str, topic: str, partitions: int, size: int, count: int,
             "seconds": round(steady, 3), **_rate(got - first_batch, size, steady),
             "first_message_s": round(first, 3) if first is not None else None,
             "seconds_incl_first": round(elapsed, 3),
+            # absolute CLOCK_MONOTONIC marks, comparable across processes on Linux
+            "t_first": t0 + (first or 0.0), "t_end": t0 + elapsed, "first_batch": first_batch,
             "msgs_per_s_incl_first": overall["msgs_per_s"],
             "mib_per_s_incl_first": overall["mib_per_s"],
             "client_cpu_s": round(client_cpu, 3), "errors": errors,
@@ -262,3 +271,56 @@ def latency(bootstrap: str, topic: str, partitions: int, rate: int, seconds: flo
             "p999_ms": pct(0.999), "max_ms": round(ms[-1], 3) if ms else None,
             "mean_ms": round(sum(ms) / len(ms), 3) if ms else None,
             "errors": errors, "complete": len(ms) == total and not errors}
+
+
+def _consume_child(q, *args) -> None:
+    try:
+        q.put(consume(*args))
+    except Exception as e:  # reported, not raised: the parent must not wait forever
+        q.put({"error": repr(e)})
+
+
+def consume_parallel(bootstrap: str, topic: str, per_partition: list[int], size: int,
+                     processes: int, timeout: float) -> dict:
+    """The same data read by `processes` consumer processes, each assigned every
+    processes-th partition. One Python consumer is bound by its own Python loop (about a
+    microsecond of client CPU per record); this shows what the broker serves when the client
+    is not the limit. The rate is all records over the span from the first process's first
+    message to the last process's end."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")  # no fork of a process that runs librdkafka threads
+    q = ctx.Queue()
+    procs = []
+    for k in range(processes):
+        parts = list(range(k, len(per_partition), processes))
+        if not parts:
+            continue
+        count = sum(per_partition[i] for i in parts)
+        procs.append(ctx.Process(target=_consume_child, daemon=True,
+                                 args=(q, bootstrap, topic, parts, size, count, timeout)))
+    for p in procs:
+        p.start()
+    results = []
+    try:
+        for _ in procs:
+            results.append(q.get(timeout=timeout + 30))
+    finally:
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+    errors = [r["error"] for r in results if "error" in r]
+    ok = [r for r in results if "error" not in r]
+    received = sum(r["received"] for r in ok)
+    if not ok or any(r["first_message_s"] is None for r in ok):
+        span = 0.0
+    else:
+        span = max(r["t_end"] for r in ok) - min(r["t_first"] for r in ok)
+    counted = received - sum(r["first_batch"] for r in ok)
+    return {"size": size, "topic": topic, "processes": len(procs),
+            "requested": sum(per_partition), "received": received,
+            "seconds": round(span, 3), **_rate(counted, size, span),
+            "client_cpu_s": round(sum(r["client_cpu_s"] for r in ok), 3),
+            "errors": errors + [e for r in ok for e in r["errors"]],
+            "complete": not errors and received == sum(per_partition)
+            and all(r["complete"] for r in ok)}
