@@ -54,10 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "HEAD), extracted to a temp dir, instead of the working tree")
     ap.add_argument("--broker-pid", type=int,
                     help="with --bootstrap: the broker's pid, for CPU/RSS accounting")
-    ap.add_argument("--messages", type=int, default=5_000_000,
-                    help="records per produce test for sizes < 1000 B (default 5,000,000)")
-    ap.add_argument("--messages-large", type=int, default=1_000_000,
-                    help="records per produce test for sizes >= 1000 B (default 1,000,000)")
+    ap.add_argument("--messages", type=int, default=10_000_000,
+                    help="records per produce test for sizes < 1000 B (default 10,000,000)")
+    ap.add_argument("--messages-large", type=int, default=2_000_000,
+                    help="records per produce test for sizes >= 1000 B (default 2,000,000)")
     ap.add_argument("--sizes", default="100,1024", help="record value sizes in bytes")
     ap.add_argument("--acks", default="1,all", help="acks settings to produce with")
     ap.add_argument("--partitions", type=int, default=4)
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--latency-rate", type=int, default=1000, help="msg/s (0 skips)")
     ap.add_argument("--latency-seconds", type=float, default=10.0)
     ap.add_argument("--latency-acks", default="1")
-    ap.add_argument("--phase-timeout", type=float, default=60.0,
+    ap.add_argument("--phase-timeout", type=float, default=120.0,
                     help="upper bound in seconds for any one test")
     ap.add_argument("--startup-runs", type=int, default=3,
                     help="fresh brokers spawned just to time startup (with --spawn), after "
