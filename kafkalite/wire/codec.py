@@ -11,7 +11,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from .errors import MalformedRequest
-from .guard import check_flexible_body
+from .guard import check_body
 
 
 @cache
@@ -43,8 +43,7 @@ def is_flexible(api_key: int, version: int) -> bool:
 def decode_request(api_key: int, version: int, frame: bytes, pos: int) -> Any:
     """Decode the request body starting at `pos`; MalformedRequest on any decoding error."""
     cls = request_class(api_key, version)
-    if cls.__flexible__:
-        check_flexible_body(cls, frame, pos)
+    check_body(cls, frame, pos)
     try:
         entity, size = _reader(cls)(frame, pos)
     except Exception as e:  # kio raises a variety of errors for bad input
