@@ -196,3 +196,14 @@ def test_index_write_failure_does_not_lose_acknowledged_records() -> None:
         subprocess.run(["umount", root], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(logs, ignore_errors=True)
+
+
+@pytest.mark.xfail(strict=True, reason="Produce checks timestamps on a batch's baseTimestamp "
+                   "and maxTimestamp fields only (a documented gap in produce.py): records "
+                   "10 days ahead pass when the batch claims a smaller maxTimestamp. Kafka "
+                   "checks every record's timestamp and answers INVALID_TIMESTAMP")
+def test_produce_checks_record_timestamps_not_only_the_batch_fields(broker) -> None:
+    ahead = int(time.time() * 1000) + 10 * 86_400_000
+    b = bytearray(build_batch([(b"k", b"v")], ts=ahead))  # the record is 10 days ahead
+    struct.pack_into(">q", b, 35, ahead - 20 * 86_400_000)  # maxTimestamp claims the past
+    assert _produce_doctored(broker, b) == 32  # INVALID_TIMESTAMP
