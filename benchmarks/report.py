@@ -24,6 +24,8 @@ def _n(x, digits: int = 0) -> str:
 
 
 def _bar_note(kind: str, size: int, r: dict) -> str:
+    if not r.get("msgs_per_s"):
+        return ""
     key = f"{kind}_{size}_msgs_per_s"
     if key in BAR:
         lo, hi = BAR[key]

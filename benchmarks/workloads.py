@@ -174,8 +174,12 @@ def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, 
     # first batch arrived at the start of the clock, so it is not counted in the rate.
     steady = elapsed - (first or 0.0)
     overall = _rate(got, size, elapsed)
+    basis = "first to last message"
+    rate = _rate(got - first_batch, size, steady)
+    if got - first_batch <= 0 or steady <= 0:  # tiny run: everything came in one batch
+        basis, steady, rate = "whole span (one batch)", elapsed, overall
     return {"size": size, "topic": topic, "requested": count, "received": got,
-            "seconds": round(steady, 3), **_rate(got - first_batch, size, steady),
+            "seconds": round(steady, 3), **rate, "rate_basis": basis,
             "first_message_s": round(first, 3) if first is not None else None,
             "seconds_incl_first": round(elapsed, 3),
             # absolute CLOCK_MONOTONIC marks, comparable across processes on Linux
@@ -317,9 +321,15 @@ def consume_parallel(bootstrap: str, topic: str, per_partition: list[int], size:
     else:
         span = max(r["t_end"] for r in ok) - min(r["t_first"] for r in ok)
     counted = received - sum(r["first_batch"] for r in ok)
+    basis = "first to last message"
+    if ok and (counted <= 0 or span <= 0):  # tiny run: fall back to whole spans
+        basis = "whole span (one batch)"
+        counted = received
+        span = max(r["t_end"] for r in ok) - min(r["t_end"] - r["seconds_incl_first"]
+                                                  for r in ok)
     return {"size": size, "topic": topic, "processes": len(procs),
             "requested": sum(per_partition), "received": received,
-            "seconds": round(span, 3), **_rate(counted, size, span),
+            "seconds": round(span, 3), **_rate(counted, size, span), "rate_basis": basis,
             "client_cpu_s": round(sum(r["client_cpu_s"] for r in ok), 3),
             "errors": errors + [e for r in ok for e in r["errors"]],
             "complete": not errors and received == sum(per_partition)

@@ -1,0 +1,51 @@
+# A small end-to-end check of the benchmark harness itself (not of broker speed): a spawned
+# broker, tiny counts, every test kind, and the JSON it writes. Not under the project's
+# testpaths; run it with
+#   .venv/bin/python -m pytest benchmarks/test_harness.py -q
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from benchmarks import run
+from benchmarks.broker_proc import probe_metadata, spawn_broker
+
+
+def test_small_run_writes_complete_results(tmp_path):
+    rc = run.main(["--spawn", "--messages", "20000", "--messages-large", "4000",
+                   "--latency-seconds", "1", "--latency-rate", "200", "--startup-runs", "1",
+                   "--sink-mib", "8", "--parallel-consumers", "2", "--phase-timeout", "60",
+                   "--out", str(tmp_path)])
+    assert rc == 0
+    doc = json.loads((tmp_path / "latest.json").read_text())
+    assert doc["command"].startswith("python")
+    assert [(r["size"], r["acks"]) for r in doc["produce"]] == \
+        [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]
+    for r in doc["produce"]:
+        assert r["complete"] and r["acked"] == r["stored_per_high_watermarks"]
+        assert r["broker"]["broker_cpu_s"] >= 0
+    assert [(r["size"], r.get("processes", 1)) for r in doc["consume"]] == \
+        [(100, 1), (100, 2), (1024, 1), (1024, 2)]
+    assert all(r["complete"] for r in doc["consume"])
+    assert doc["latency"]["received"] == doc["latency"]["sent"] == 200
+    assert doc["startup"]["metadata_s_median"] > 0
+    assert doc["broker_totals"]["broker_rss_mib_peak_vmhwm"] > 0
+    assert {s["chunk_bytes"] for s in doc["tcp_sink"]} == {1024, 65536}
+    assert not [w for w in doc["warnings"] if "acked but" in w]
+
+
+def test_raw_metadata_probe_answers():
+    bp, startup = spawn_broker()
+    try:
+        assert startup.metadata_s >= startup.listening_s > 0
+        assert probe_metadata("127.0.0.1", bp.port)
+    finally:
+        bp.cleanup()
+
+
+@pytest.mark.parametrize("addr", ["10.0.0.1:9092", "example.com:9092", "127.0.0.1:1,8.8.8.8:2"])
+def test_only_loopback_targets(addr):
+    with pytest.raises(argparse.ArgumentTypeError):
+        run._loopback_only(addr)
