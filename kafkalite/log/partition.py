@@ -39,6 +39,14 @@ class LogConfig:
     cleanup_policy: str = "delete"
 
 
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -169,6 +177,7 @@ class PartitionLog:
         old.deactivate()
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
+        _fsync_dir(self.directory)  # the new segment's name must survive a power loss
         return seg
 
     # --- reads ----------------------------------------------------------------------------

@@ -10,6 +10,8 @@
 # protocol reads it as a generation). v0/v1 (ZooKeeper-era) are not served, as Kafka 4.
 from __future__ import annotations
 
+import asyncio
+
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ...coordinator.groups import CommittedOffset
@@ -42,6 +44,11 @@ async def handle(ctx, req):
         answers.update(coord.commit_offsets(
             req.group_id, req.member_id, getattr(req, "group_instance_id", None),
             req.generation_id_or_member_epoch, wanted))
+    if wanted and b.config["kafkalite.fsync.before.ack"]:
+        # Committed offsets are acknowledged data too: sync them before answering.
+        store = coord.store
+        part = store.ensure_topic().partitions[store.partition_for(req.group_id)]
+        await asyncio.get_running_loop().run_in_executor(None, part.flush)
     mod = response_module(8, v)
     topics: dict[str, list] = {}
     for name, idx in order:

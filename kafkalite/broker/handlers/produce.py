@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import struct
 import time
@@ -27,6 +28,8 @@ from ...wire.primitives import EMPTY_TAGS, array_len, string
 from ...wire.record_iter import iter_records
 from ...wire.records import validate_produce_batch
 from ..registry import api
+
+log = logging.getLogger("kafkalite.produce")
 
 _P3 = struct.Struct(">ihqq")     # index, error, base offset, log append time
 _I32 = struct.Struct(">i")
@@ -92,6 +95,12 @@ def legacy_response(frame: bytes, pos: int, version: int) -> bytes:
 def _check_timestamps(cfg, h, now: int) -> None:
     if cfg.log_append_time:
         return
+    if h.base_timestamp > h.max_timestamp:
+        # Only the batch's bounds are checked (no per-record work); a batch whose first
+        # record is later than its maximum is inconsistent and would hide later records.
+        raise KafkaError(ErrorCode.invalid_timestamp,
+                         f"baseTimestamp {h.base_timestamp} is after maxTimestamp "
+                         f"{h.max_timestamp}")
     if now - h.base_timestamp > cfg.timestamp_before_max_ms \
             or h.max_timestamp - now > cfg.timestamp_after_max_ms:
         raise KafkaError(ErrorCode.invalid_timestamp,
@@ -168,6 +177,7 @@ async def handle(ctx, req):
             except KafkaError as e:
                 parts.append(_partition_result(idx, e.code, message=e.message))
             except StorageError as e:
+                log.error("Append to %s-%d failed: %s", name, idx, e)
                 parts.append(_partition_result(idx, ErrorCode.kafka_storage_error,
                                                message=str(e)))
         failed = failed or any(r[1] for r in parts)
