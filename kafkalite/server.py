@@ -34,8 +34,10 @@ class KafkaConnection(asyncio.Protocol):
         self.max_request = server.config["socket.request.max.bytes"]
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self.buf = bytearray()
-        self.queue: deque[bytes] = deque()
+        self.pending: list[bytes] = []  # the start of a frame that is still arriving
+        self.pending_len = 0
+        self.need = 4
+        self.queue: deque[memoryview] = deque()
         self.wakeup: asyncio.Future | None = None
         self.writable = asyncio.Event()
         self.writable.set()
@@ -60,21 +62,40 @@ class KafkaConnection(asyncio.Protocol):
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     def data_received(self, data: bytes) -> None:
+        """Split the stream into frames without copying them: each queued frame is a
+        read-only memoryview over the received bytes (kio reads those directly). Only a
+        frame split across reads is joined, once, when its last byte arrives."""
         if self.closed:
             return
-        buf = self.buf
-        buf += data
-        while len(buf) >= 4:
-            size = int.from_bytes(buf[:4], "big", signed=True)
+        if self.pending:
+            self.pending.append(data)
+            self.pending_len += len(data)
+            if self.pending_len < self.need:
+                return
+            data = b"".join(self.pending)
+            self.pending = []
+            self.pending_len = 0
+        n = len(data)
+        pos = 0
+        view = memoryview(data)
+        need = 4
+        while n - pos >= 4:
+            size = int.from_bytes(data[pos:pos + 4], "big", signed=True)
             if size < 0 or size > self.max_request:
                 self.abort(f"frame size {size} is outside 0..{self.max_request} "
                            "(socket.request.max.bytes)")
                 return
-            end = 4 + size
-            if len(buf) < end:
+            end = pos + 4 + size
+            if end > n:
+                need = 4 + size
                 break
-            self.queue.append(bytes(memoryview(buf)[4:end]))
-            del buf[:end]
+            self.queue.append(view[pos + 4:end])
+            pos = end
+        if pos < n:
+            rest = data[pos:] if pos else data
+            self.pending = [rest]
+            self.pending_len = len(rest)
+            self.need = need
         if self.queue:
             if self.wakeup is not None and not self.wakeup.done():
                 self.wakeup.set_result(None)

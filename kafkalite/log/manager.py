@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -264,9 +265,20 @@ class LogManager:
         topic = self.topics.pop(name)
         self.by_id.pop(topic.topic_id, None)
         os.unlink(os.path.join(self.meta_dir, name + ".json"))  # the commit point
+        doomed = []
         for p in topic.partitions:
             p.close()
-            shutil.rmtree(p.directory, ignore_errors=True)
+            # As Kafka: rename to <dir>.<id>-delete at once (the name is free for a new
+            # topic), remove the files in the background so a large topic does not stall
+            # every connection; a leftover is removed at the next start (_remove_orphans).
+            target = f"{p.directory}.{uuid.uuid4().hex}-delete"
+            try:
+                os.rename(p.directory, target)
+                doomed.append(target)
+            except OSError:
+                doomed.append(p.directory)
+        threading.Thread(target=_remove_dirs, args=(doomed,), name="delete-" + name,
+                         daemon=True).start()
         log.info("Deleted topic %s", name)
         return topic
 
@@ -278,6 +290,11 @@ class LogManager:
     def flush_by_time(self, now_ms: int) -> None:
         for p in self.all_partitions():
             p.maybe_flush_by_time(now_ms)
+
+
+def _remove_dirs(paths: list[str]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _new_cluster_id() -> str:

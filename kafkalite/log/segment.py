@@ -18,6 +18,7 @@ log = logging.getLogger("kafkalite.log")
 _PREFIX = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _MAXTS = struct.Struct(">q")
+_FIND_WINDOW = 16384
 
 
 class StorageError(OSError):
@@ -192,9 +193,18 @@ class Segment:
         """(position, base offset) of the batch holding `offset` or the first after it."""
         entry, pos = self.index.lookup(offset)
         size = self.size
+        window = b""
+        window_at = pos
         while pos + LOG_OVERHEAD <= size:
-            head = os.pread(self.fd, 27, pos)
-            base, length = _PREFIX.unpack_from(head, 0)
+            rel = pos - window_at
+            if rel < 0 or rel + 27 > len(window):
+                # One read covers the short scan from an index entry (batch headers spaced
+                # at most ~index.interval.bytes apart), instead of a pread per header.
+                window = os.pread(self.fd, max(_FIND_WINDOW, 27), pos)
+                window_at, rel = pos, 0
+                if len(window) < 27:
+                    return None
+            base, length = _PREFIX.unpack_from(window, rel)
             if entry >= 0:
                 if base != entry and pos:
                     # Every entry names the base offset of the batch it points at; one that
@@ -205,7 +215,7 @@ class Segment:
                     pos = 0
                     continue
                 entry = -1
-            last = base + _LAST_DELTA.unpack_from(head, 23)[0]
+            last = base + _LAST_DELTA.unpack_from(window, rel + 23)[0]
             if last >= offset:
                 return pos, base
             pos += LOG_OVERHEAD + length

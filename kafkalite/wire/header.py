@@ -36,7 +36,7 @@ def parse_fixed(frame: bytes) -> tuple[int, int, int, str | None, int]:
         if end > len(frame):
             raise MalformedRequest("client_id runs past the end of the frame")
         try:
-            client_id = frame[pos:end].decode()
+            client_id = bytes(frame[pos:end]).decode()
         except UnicodeDecodeError:
             raise MalformedRequest("client_id is not valid UTF-8") from None
         pos = end

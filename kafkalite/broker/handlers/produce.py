@@ -74,7 +74,7 @@ def legacy_response(frame: bytes, pos: int, version: int) -> bytes:
         out = [_I32.pack(nt)]
         for _ in range(nt):
             (nlen,) = struct.unpack_from(">h", frame, pos)
-            name = frame[pos:pos + 2 + nlen]
+            name = bytes(frame[pos:pos + 2 + nlen])
             pos += 2 + nlen
             (np,) = _I32.unpack_from(frame, pos)
             pos += 4
