@@ -3,6 +3,8 @@
 # Sources, later wins: built-in defaults < server.properties < KAFKALITE_* environment
 # variables < --set key=value. An unknown property warns (Kafka logs "not a known config");
 # an invalid value raises ConfigError, which the CLI turns into exit code 2.
+# Most of this module is Kafka's property tables (broker and topic), kept together so that
+# DescribeConfigs, validation and the defaults read one source; hence its length.
 from __future__ import annotations
 
 import logging
