@@ -6,7 +6,7 @@ import datetime
 import sys
 from functools import cache
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from ..wire.codec import response_class
 
@@ -40,3 +40,14 @@ def to_ms(value: datetime.timedelta | int) -> int:
     if isinstance(value, datetime.timedelta):
         return round(value.total_seconds() * 1000)
     return int(value)
+
+
+def per_partition(topics: Iterable[Any], name_field: str, answer: Callable[[str, Any], Any],
+                  make_topic: Callable[[str, tuple], Any]) -> tuple:
+    """Answer the common topics -> partitions request shape: answer(topic name, requested
+    partition) builds each partition's entry, make_topic(name, entries) each topic's."""
+    out = []
+    for t in topics:
+        name = getattr(t, name_field)
+        out.append(make_topic(name, tuple(answer(name, rp) for rp in t.partitions)))
+    return tuple(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
-from ..build import ZERO, make, response_module
+from ..build import ZERO, make, per_partition, response_module
 from ..registry import api
 
 HIGH_WATERMARK = -1
@@ -35,16 +35,16 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(21, v)
     logs = ctx.broker.logs
-    topics = []
-    for t in req.topics:
-        parts = []
-        for rp in t.partitions:
-            p = logs.partition(t.name, rp.partition_index)
-            try:
-                low, code = _delete(p, rp.offset), ErrorCode.none
-            except KafkaError as e:
-                low, code = -1, e.code
-            parts.append(mod.DeleteRecordsPartitionResult(
-                partition_index=rp.partition_index, low_watermark=low, error_code=code))
-        topics.append(mod.DeleteRecordsTopicResult(name=t.name, partitions=tuple(parts)))
-    return make(response_class(21, v), throttle_time=ZERO, topics=tuple(topics))
+
+    def answer(name, rp):
+        try:
+            low = _delete(logs.partition(name, rp.partition_index), rp.offset)
+            code = ErrorCode.none
+        except KafkaError as e:
+            low, code = -1, e.code
+        return mod.DeleteRecordsPartitionResult(partition_index=rp.partition_index,
+                                                low_watermark=low, error_code=code)
+
+    topics = per_partition(req.topics, "name", answer, lambda name, parts:
+                           mod.DeleteRecordsTopicResult(name=name, partitions=parts))
+    return make(response_class(21, v), throttle_time=ZERO, topics=topics)

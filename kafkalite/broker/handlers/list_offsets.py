@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
-from ..build import ZERO, make, response_module
+from ..build import ZERO, make, per_partition, response_module
 from .fetch import check_leader_epoch
 from ..registry import api
 
@@ -40,27 +40,24 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(2, v)
     logs = ctx.broker.logs
-    topics = []
-    for t in req.topics:
-        parts = []
-        for rp in t.partitions:
-            p = logs.partition(t.name, rp.partition_index)
+
+    def answer(name, rp):
+        p = logs.partition(name, rp.partition_index)
+        try:
+            if p is None:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition)
+            check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
             try:
-                if p is None:
-                    raise KafkaError(ErrorCode.unknown_topic_or_partition)
-                check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
-                try:
-                    ts, off = lookup(p, rp.timestamp)
-                except (ValueError, IndexError) as e:  # a stored batch that does not decode
-                    raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
-                parts.append(make(mod.ListOffsetsPartitionResponse,
-                                  partition_index=rp.partition_index,
-                                  error_code=ErrorCode.none, timestamp=ts, offset=off,
-                                  leader_epoch=0, old_style_offsets=()))
-            except KafkaError as e:
-                parts.append(make(mod.ListOffsetsPartitionResponse,
-                                  partition_index=rp.partition_index, error_code=e.code,
-                                  timestamp=-1, offset=-1, leader_epoch=-1,
-                                  old_style_offsets=()))
-        topics.append(mod.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
-    return make(response_class(2, v), throttle_time=ZERO, topics=tuple(topics))
+                ts, off = lookup(p, rp.timestamp)
+            except (ValueError, IndexError) as e:  # a stored batch that does not decode
+                raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
+            code, epoch = ErrorCode.none, 0
+        except KafkaError as e:
+            ts, off, code, epoch = -1, -1, e.code, -1
+        return make(mod.ListOffsetsPartitionResponse, partition_index=rp.partition_index,
+                    error_code=code, timestamp=ts, offset=off, leader_epoch=epoch,
+                    old_style_offsets=())
+
+    topics = per_partition(req.topics, "name", answer, lambda name, parts:
+                           mod.ListOffsetsTopicResponse(name=name, partitions=parts))
+    return make(response_class(2, v), throttle_time=ZERO, topics=topics)

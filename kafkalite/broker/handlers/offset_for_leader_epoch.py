@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...log.partition import LEADER_EPOCH
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
-from ..build import ZERO, make, response_module
+from ..build import ZERO, make, per_partition, response_module
 from ..registry import api
 from .fetch import check_leader_epoch
 
@@ -40,17 +40,17 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(23, v)
     logs = ctx.broker.logs
-    topics = []
-    for t in req.topics:
-        parts = []
-        for rp in t.partitions:
-            try:
-                epoch, offset = end_offset(logs.partition(t.topic, rp.partition),
-                                           rp.current_leader_epoch, rp.leader_epoch)
-                code = ErrorCode.none
-            except KafkaError as e:
-                epoch, offset, code = UNDEFINED, UNDEFINED, e.code
-            parts.append(mod.EpochEndOffset(error_code=code, partition=rp.partition,
-                                            leader_epoch=epoch, end_offset=offset))
-        topics.append(mod.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
-    return make(response_class(23, v), throttle_time=ZERO, topics=tuple(topics))
+
+    def answer(name, rp):
+        try:
+            epoch, offset = end_offset(logs.partition(name, rp.partition),
+                                       rp.current_leader_epoch, rp.leader_epoch)
+            code = ErrorCode.none
+        except KafkaError as e:
+            epoch, offset, code = UNDEFINED, UNDEFINED, e.code
+        return mod.EpochEndOffset(error_code=code, partition=rp.partition,
+                                  leader_epoch=epoch, end_offset=offset)
+
+    topics = per_partition(req.topics, "topic", answer, lambda name, parts:
+                           mod.OffsetForLeaderTopicResult(topic=name, partitions=parts))
+    return make(response_class(23, v), throttle_time=ZERO, topics=topics)
