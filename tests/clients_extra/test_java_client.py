@@ -84,7 +84,8 @@ def discover_classpath() -> tuple[list[str], str]:
     return [str(p) for p in [clients["3.9.0"], *logging, *codecs]], ""
 
 
-def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("assignor", ["default", "cooperative-sticky"])
+def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str) -> None:
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed; the Java client check needs a JDK (17+)")
@@ -98,7 +99,8 @@ def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path) -> None:
         assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
         done = subprocess.run(
             ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-             "-cp", os.pathsep.join([str(tmp_path), classpath]), "KafkaliteCheck", kafka_broker],
+             "-cp", os.pathsep.join([str(tmp_path), classpath]), "KafkaliteCheck", kafka_broker,
+             assignor],
             capture_output=True, text=True, timeout=TIMEOUT_S,
             env={**os.environ, "CHECK_TIMEOUT_MS": str((TIMEOUT_S - 20) * 1000)})
     except subprocess.TimeoutExpired as e:

@@ -4,7 +4,8 @@
 // must receive every record exactly once with commitSync; offsetsForTimes; committed offsets
 // and group deletion through the AdminClient. Every step runs even when an earlier one failed
 // (where it can), so one run lists every incompatibility; exits 1 if any check failed.
-// Usage: java KafkaliteCheck <bootstrap>. A watchdog ends the run after CHECK_TIMEOUT_MS.
+// Usage: java KafkaliteCheck <bootstrap> [default|cooperative-sticky]: the second argument picks
+// the consumers' assignor (the default list elects range). A watchdog ends the run after CHECK_TIMEOUT_MS.
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.*;
@@ -68,6 +69,7 @@ public class KafkaliteCheck {
         watchdog.setDaemon(true);
         watchdog.start();
 
+        String assignor = args.length > 1 ? args[1] : "default";
         String suffix = ProcessHandle.current().pid() + "-" + System.currentTimeMillis();
         String topic = "java-check-" + suffix;
         String group = "java-group-" + suffix;
@@ -137,6 +139,9 @@ public class KafkaliteCheck {
                 cp.put("client.id", "kafkalite-java-" + name);
                 cp.put("enable.auto.commit", "false");
                 cp.put("auto.offset.reset", "earliest");
+                if (assignor.equals("cooperative-sticky")) {
+                    cp.put("partition.assignment.strategy", CooperativeStickyAssignor.class.getName());
+                }
                 cp.put("key.deserializer", StringDeserializer.class.getName());
                 cp.put("value.deserializer", StringDeserializer.class.getName());
                 try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
@@ -186,10 +191,10 @@ public class KafkaliteCheck {
             ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
             check(d.state() == ConsumerGroupState.STABLE, "group state " + d.state());
             check(d.members().size() == 2, "members " + d.members());
-            check(d.partitionAssignor() != null && !d.partitionAssignor().isEmpty(), "assignor " + d.partitionAssignor());
+            String want = assignor.equals("default") ? "range" : assignor;
+            check(want.equals(d.partitionAssignor()), "assignor " + d.partitionAssignor() + ", expected " + want);
             int total = d.members().stream().mapToInt(m -> m.assignment().topicPartitions().size()).sum();
             check(total == PARTITIONS, "described assignment covers " + total + " partitions");
-            System.out.println("group assignor: " + d.partitionAssignor());
         });
 
         Properties pp = new Properties();
