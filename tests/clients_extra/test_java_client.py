@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ._checks import TIMEOUT_S, run_check
+
 SOURCE = Path(__file__).parent / "java" / "KafkaliteCheck.java"
 M2 = Path(os.path.expanduser("~")) / ".m2" / "repository"
-TIMEOUT_S = 180
 # artifact -> its folder under ~/.m2/repository
 ARTIFACTS = {
     "kafka-clients": "org/apache/kafka/kafka-clients",
@@ -96,16 +97,10 @@ def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str
     try:
         built = subprocess.run(["javac", "-d", str(tmp_path), "-cp", classpath, str(SOURCE)],
                                capture_output=True, text=True, timeout=TIMEOUT_S)
-        assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
-        done = subprocess.run(
-            ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-             "-cp", os.pathsep.join([str(tmp_path), classpath]), "KafkaliteCheck", kafka_broker,
-             assignor],
-            capture_output=True, text=True, timeout=TIMEOUT_S,
-            env={**os.environ, "CHECK_TIMEOUT_MS": str((TIMEOUT_S - 20) * 1000)})
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{e.cmd[0]} did not finish in {TIMEOUT_S} s:\n{e.stdout}\n{e.stderr}")
-    assert done.returncode == 0, (
-        f"Java client check failed (exit {done.returncode}); classpath {jars}\n--- stdout\n"
-        f"{done.stdout[-6000:]}\n--- stderr\n{done.stderr[-6000:]}")
-    assert "ALL JAVA CHECKS PASSED" in done.stdout
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"javac did not finish in {TIMEOUT_S} s")
+    assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
+    run_check(["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+               "-cp", os.pathsep.join([str(tmp_path), classpath]), "KafkaliteCheck",
+               kafka_broker, assignor],
+              "ALL JAVA CHECKS PASSED", f"Java client check (classpath {jars})")
