@@ -110,6 +110,25 @@ async function main () {
     check(cleanup && cleanup.configValue === 'delete', `cleanup.policy entry ${JSON.stringify(cleanup)}`)
   })
 
+  await step('admin.describeConfigs (broker) + alterConfigs (topic)', async () => {
+    const { brokers } = await admin.describeCluster()
+    const b = await admin.describeConfigs({
+      resources: [{ type: 4 /* BROKER */, name: String(brokers[0].nodeId) }],
+      includeSynonyms: true,
+    })
+    check(b.resources[0].errorCode === 0, `broker describeConfigs errorCode ${b.resources[0].errorCode}`)
+    check(b.resources[0].configEntries.some(e => e.configName === 'num.partitions'),
+      `broker configs lack num.partitions (${b.resources[0].configEntries.length} entries)`)
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: 2, name: topic, configEntries: [{ name: 'retention.ms', value: '86400000' }] }],
+    })
+    const t = await admin.describeConfigs({ resources: [{ type: 2, name: topic, configNames: ['retention.ms'] }] })
+    const entry = t.resources[0].configEntries.find(e => e.configName === 'retention.ms')
+    check(entry && entry.configValue === '86400000' && entry.isDefault === false,
+      `retention.ms after alterConfigs ${JSON.stringify(entry)}`)
+  })
+
   // Consumers first, so both members own partitions before anything is produced and every
   // message is delivered exactly once (no uncommitted handover during a rebalance).
   const received = [] // { consumer, partition, offset, key, value, headers, timestamp }
