@@ -150,6 +150,9 @@ BROKER_PROPS: list[Prop] = [
     Prop("kafkalite.fsync.before.ack", "boolean", False, None,
          "fsync the partition before answering acks=all (durable on power loss; slower)."),
     Prop("kafkalite.metrics.port", "int", -1, None, "Prometheus endpoint port; -1 disables it."),
+    Prop("kafkalite.produce.validate.records", "boolean", False, None,
+         "Decompress and check every produced record as Kafka's LogValidator does "
+         "(per-record work; off by default)."),
 ]
 
 PROPS: dict[str, Prop] = {p.name: p for p in BROKER_PROPS}

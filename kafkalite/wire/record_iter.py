@@ -109,6 +109,8 @@ def iter_records(batch: bytes) -> Iterator[Record]:
             raise ValueError("record length does not match its fields")
         ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
         yield Record(h.base_offset + off_delta, ts, key, value, headers)
+    if pos != len(body):
+        raise ValueError(f"{len(body) - pos} bytes after the last of {h.records_count} records")
 
 
 def first_record_at_or_after(batch: bytes, timestamp: int,

@@ -12,8 +12,8 @@
 # ProduceRequest.validateRecords. Produce never auto-creates topics (Metadata does).
 # Gaps: transactions; topic compression.type other than `producer` is not applied
 # (batches are stored as sent); timestamp bounds are checked on the batch's base and max
-# timestamps, not per record. Records are decoded only on compacted topics, to refuse
-# keyless ones (INVALID_RECORD) as Kafka's LogValidator does.
+# timestamps, not per record. Records are decoded only on compacted topics (keyless ones
+# are INVALID_RECORD) or with kafkalite.produce.validate.records (see record_checks.py).
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +25,8 @@ import time
 from ...log.segment import StorageError
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
-from ...wire.record_iter import iter_records
 from ...wire.records import validate_produce_batch
+from ..record_checks import check_records
 from ..registry import api
 
 log = logging.getLogger("kafkalite.produce")
@@ -108,18 +108,6 @@ def _check_timestamps(cfg, h, now: int) -> None:
                          f"(message.timestamp.before/after.max.ms)")
 
 
-def _check_keys(batch: bytes) -> None:
-    """LogValidator.validateKey: a compacted topic refuses records without a key. The only
-    place Produce decodes records, and only for compacted topics."""
-    try:
-        keyless = any(r.key is None for r in iter_records(batch))
-    except Exception as e:  # a body that does not decode, though its CRC matched
-        raise KafkaError(ErrorCode.corrupt_message, f"cannot decode records: {e}") from None
-    if keyless:
-        raise KafkaError(ErrorCode.invalid_record,
-                         "Compacted topic cannot accept message without key")
-
-
 def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
                  version: int = 11) -> tuple:
     """Validate and append one partition's batch; returns its partition result."""
@@ -129,8 +117,10 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
         raise KafkaError(ErrorCode.unsupported_compression_type,
                          "zstd-compressed batches need Produce v7 or later")
     _check_timestamps(p.config, h, now)
-    if "compact" in p.config.cleanup_policy:
-        _check_keys(records)
+    compacted = "compact" in p.config.cleanup_policy
+    full = broker.config["kafkalite.produce.validate.records"]
+    if compacted or full:
+        check_records(records, h, p.config, now, compacted, full)
     state = broker.producer_state(p) if h.producer_id >= 0 else None
     if state is not None:
         dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence,
