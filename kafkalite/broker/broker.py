@@ -7,6 +7,7 @@
 # UNSUPPORTED_VERSION and the supported list so that the client can retry.
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -99,6 +100,13 @@ class Broker:
             p.producer_state = PartitionProducers()
         return p.producer_state  # type: ignore[return-value]
 
+    async def sync(self, partitions) -> None:
+        """fsync what `partitions` hold (kafkalite.fsync.before.ack), off the event loop and
+        on duplicated descriptors: a roll or retention running meanwhile on the loop may
+        close the originals. Raises OSError."""
+        fds = [fd for p in {id(p): p for p in partitions}.values() for fd in p.sync_handles()]
+        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+
     # --- topics ---------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, configs: dict | None = None,
@@ -158,6 +166,15 @@ class Broker:
         if isinstance(result, list):
             return [head, *result]
         return [head, encode(result)]
+
+
+def _fsync_all(fds: list[int]) -> None:
+    try:
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def topic_error(name: str) -> KafkaError:

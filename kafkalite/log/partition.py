@@ -200,12 +200,10 @@ class PartitionLog:
             found = seg.find(offset)
             if found is None:
                 continue
-            pos = found[0]
+            pos, first = found
             length = min(max_bytes, seg.size - pos)
-            if min_one_batch:
-                first = seg.batch_size_at(pos)
-                if first > length:
-                    length = first
+            if min_one_batch and first > length:
+                length = first
             if length <= 0:
                 return b""
             return seg.read(pos, length)

@@ -190,7 +190,7 @@ class Segment:
     # --- reads ----------------------------------------------------------------------------
 
     def find(self, offset: int) -> tuple[int, int] | None:
-        """(position, base offset) of the batch holding `offset` or the first after it."""
+        """(position, size) of the batch holding `offset` or the first after it."""
         entry, pos = self.index.lookup(offset)
         size = self.size
         window = b""
@@ -217,13 +217,9 @@ class Segment:
                 entry = -1
             last = base + _LAST_DELTA.unpack_from(window, rel + 23)[0]
             if last >= offset:
-                return pos, base
+                return pos, LOG_OVERHEAD + length
             pos += LOG_OVERHEAD + length
         return None
-
-    def batch_size_at(self, position: int) -> int:
-        head = os.pread(self.fd, LOG_OVERHEAD, position)
-        return LOG_OVERHEAD + _PREFIX.unpack_from(head, 0)[1]
 
     def read(self, position: int, length: int) -> bytes:
         return os.pread(self.fd, length, position)
@@ -236,10 +232,9 @@ class Segment:
             return
         pos = found[0]
         while pos + HEADER_SIZE <= self.size:
-            size = self.batch_size_at(pos)
             head = os.pread(self.fd, HEADER_SIZE, pos)
-            max_ts = _MAXTS.unpack_from(head, 35)[0]
-            if max_ts >= timestamp:
+            size = LOG_OVERHEAD + _PREFIX.unpack_from(head, 0)[1]
+            if _MAXTS.unpack_from(head, 35)[0] >= timestamp:
                 yield pos, os.pread(self.fd, size, pos)
             pos += size
 

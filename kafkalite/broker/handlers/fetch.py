@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import uuid
 from collections import OrderedDict
 
 from ...wire.errors import ErrorCode, KafkaError
@@ -157,18 +156,22 @@ async def handle(ctx, req):
     max_wait = to_ms(req.max_wait) / 1000.0
     deadline = loop.time() + max_wait
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
+    names = _topic_names(broker, use_ids, partitions)
     while True:
         results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
         remaining = deadline - loop.time()
         if total >= req.min_bytes or error or remaining <= 0 or broker.closing:
             break
-        if not await broker.notifier.wait(_names(broker, use_ids, partitions), remaining):
+        keys = [(names[t], idx) for t, idx in partitions if t in names]
+        if not await broker.notifier.wait(keys, remaining):
             results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
             break
     for k, code in fenced.items():
         idx = k[1]
         results[k] = (idx, code, -1, -1, b"")
-    _count_bytes_out(broker, use_ids, results)
+    for (tkey, _idx), r in results.items():
+        if r[4]:
+            broker.stats.fetched(names.get(tkey, str(tkey)), len(r[4]))
     if incremental:
         shown = OrderedDict()
         for k, r in results.items():
@@ -185,19 +188,14 @@ async def handle(ctx, req):
     return encode_response(v, ErrorCode.none, session.id if session else 0, _group(results))
 
 
-def _count_bytes_out(broker, use_ids: bool, results) -> None:
-    for (tkey, _idx), r in results.items():
-        if r[4]:
-            topic = broker.logs.by_id.get(tkey) if use_ids else None
-            broker.stats.fetched(topic.name if topic else tkey, len(r[4]))
-
-
-def _names(broker, use_ids: bool, partitions) -> list[tuple[str, int]]:
+def _topic_names(broker, use_ids: bool, partitions) -> dict:
+    """Topic key (a name, or an id from v13) -> name, for the topics this broker has."""
     if not use_ids:
-        return [k for k in partitions]
-    out = []
-    for tid, idx in partitions:
-        t = broker.logs.by_id.get(tid) if isinstance(tid, uuid.UUID) else None
-        if t is not None:
-            out.append((t.name, idx))
+        return {t: t for t, _idx in partitions}
+    out = {}
+    for tid, _idx in partitions:
+        if tid not in out:
+            t = broker.logs.by_id.get(tid)
+            if t is not None:
+                out[tid] = t.name
     return out

@@ -10,8 +10,6 @@
 # protocol reads it as a generation). v0/v1 (ZooKeeper-era) are not served, as Kafka 4.
 from __future__ import annotations
 
-import asyncio
-
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ...coordinator.groups import CommittedOffset
@@ -47,8 +45,12 @@ async def handle(ctx, req):
     if wanted and b.config["kafkalite.fsync.before.ack"]:
         # Committed offsets are acknowledged data too: sync them before answering.
         store = coord.store
-        part = store.ensure_topic().partitions[store.partition_for(req.group_id)]
-        await asyncio.get_running_loop().run_in_executor(None, part.flush)
+        try:
+            await b.sync([store.ensure_topic().partitions[store.partition_for(req.group_id)]])
+        except OSError:
+            for tp in wanted:
+                if answers.get(tp) == ErrorCode.none:
+                    answers[tp] = ErrorCode.kafka_storage_error
     mod = response_module(8, v)
     topics: dict[str, list] = {}
     for name, idx in order:

@@ -16,9 +16,7 @@
 # are INVALID_RECORD) or with kafkalite.produce.validate.records (see record_checks.py).
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import struct
 import time
 
@@ -178,22 +176,10 @@ async def handle(ctx, req):
                                    "the client refreshes metadata, as Kafka does")
         return None
     if acks == -1 and touched and broker.config["kafkalite.fsync.before.ack"]:
-        fds = [fd for p in {id(p): p for p in touched}.values() for fd in p.sync_handles()]
         try:
-            await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+            await broker.sync(touched)
         except OSError as e:
             results = [(name, [r if r[1] else _partition_result(
                 r[0], ErrorCode.kafka_storage_error, message=f"fsync failed: {e}")
                 for r in parts]) for name, parts in results]
     return [encode_response(ctx.api_version, results)]
-
-
-def _fsync_all(fds: list[int]) -> None:
-    """In a worker thread, on duplicated descriptors: a roll or retention running meanwhile
-    on the event loop may close the originals."""
-    try:
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
