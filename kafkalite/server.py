@@ -160,7 +160,6 @@ class KafkaConnection(asyncio.Protocol):
             if response is not None and not self.closed:
                 size = sum(len(b) for b in response)
                 transport.writelines([size.to_bytes(4, "big"), *response])
-                self.server.bytes_out += size + 4
                 if not self.writable.is_set():
                     await self.writable.wait()
 
@@ -178,7 +177,6 @@ class KafkaServer:
         self._server: asyncio.base_events.Server | None = None
         self._tasks: list[asyncio.Task] = []
         self._stopping = asyncio.Event()
-        self.bytes_out = 0
         self.bound_port = 0
         self._metrics: asyncio.base_events.Server | None = None
         self.metrics_port = -1

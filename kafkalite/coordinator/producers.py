@@ -15,6 +15,7 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
 
 INT32_MAX = 2**31 - 1
@@ -86,11 +87,9 @@ class PartitionProducers:
         data = {"offset": offset,
                 "producers": {str(pid): [e.epoch, list(e.batches)]
                               for pid, e in self.producers.items()}}
-        path = os.path.join(directory, SNAPSHOT)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
+        # Not fsynced: a lost snapshot only means a longer replay of batch headers at start.
+        atomic_write(os.path.join(directory, SNAPSHOT), json.dumps(data).encode(),
+                     durable=False)
         self.snapshot_offset = offset
 
     def load(self, directory: str) -> int:
@@ -126,12 +125,7 @@ class ProducerIdAllocator:
     def allocate(self) -> int:
         if self._next >= self._limit:
             self._limit = self._next + self.BLOCK
-            tmp = self.path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(str(self._limit))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            atomic_write(self.path, str(self._limit).encode())
         pid = self._next
         self._next += 1
         return pid

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..config import TOPIC_PROP_MAP, BrokerConfig, ConfigError, parse_topic_value
+from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
 from .partition import LogConfig, PartitionLog
 
@@ -46,22 +47,6 @@ def validate_topic_name(name: str) -> None:
         raise KafkaError(ErrorCode.invalid_topic_exception,
                          f"Topic name \"{name}\" is illegal, it contains a character other "
                          "than ASCII alphanumerics, '.', '_' and '-'")
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    # A short temporary name: `<topic>.json.tmp` would pass the 255-byte file-name limit for
-    # topic names near Kafka's 249-character maximum.
-    tmp = os.path.join(os.path.dirname(path), f".tmp-{uuid.uuid4().hex}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 @dataclass
@@ -130,7 +115,7 @@ class LogManager:
         props.update({"version": "1", "cluster.id": self.cluster_id,
                       "node.id": str(self.config.node_id)})
         body = "".join(f"{k}={v}\n" for k, v in props.items())
-        _atomic_write(path, body.encode())
+        atomic_write(path, body.encode())
 
     def _remove_orphans(self) -> None:
         for name in os.listdir(self.data_dir):
@@ -151,7 +136,7 @@ class LogManager:
                 finally:
                     p.close()
         if clean:
-            _atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), b"")
+            atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), b"")
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -225,7 +210,7 @@ class LogManager:
         meta = {"name": topic.name, "topic_id": str(topic.topic_id),
                 "partitions": len(topic.partitions), "configs": topic.configs,
                 "internal": topic.internal}
-        _atomic_write(os.path.join(self.meta_dir, topic.name + ".json"),
+        atomic_write(os.path.join(self.meta_dir, topic.name + ".json"),
                       json.dumps(meta, indent=1).encode())
 
     def validate_new_topic(self, name: str, partitions: int, configs: dict) -> dict[str, str]:

@@ -12,6 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterator
 
+from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
 from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
                             with_log_append_time)
@@ -106,10 +107,7 @@ class PartitionLog:
             return 0
 
     def _write_start_checkpoint(self) -> None:
-        tmp = self._start_checkpoint_path() + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(self.log_start_offset))
-        os.replace(tmp, self._start_checkpoint_path())
+        atomic_write(self._start_checkpoint_path(), str(self.log_start_offset).encode())
 
     # --- state ----------------------------------------------------------------------------
 
