@@ -18,9 +18,9 @@ from kafka.protocol.metadata import (ApiVersionsRequest, ApiVersionsResponse, Me
 from kafka.protocol.producer import ProduceResponse
 
 from kafkalite.testing import BrokerProcess
-from tests.unit.kbatch import (call, connect, decode_records, decode_response, fetch_raw,
+from tests.helpers.kbatch import (call, connect, decode_records, decode_response, fetch_raw,
                                is_closed, produce_raw, recv_frame, request_bytes, simple_batch)
-from tests.unit.kclients import consume, produce
+from tests.helpers.kclients import consume, produce
 
 MAX_REQUEST = 1_000_000
 TOPIC = "victim"

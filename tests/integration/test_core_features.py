@@ -11,9 +11,9 @@ import time
 import pytest
 
 from kafkalite.testing import BrokerProcess
-from tests.unit.kbatch import (build_batch, call, connect, decode_records, fetch_raw,
+from tests.helpers.kbatch import (build_batch, call, connect, decode_records, fetch_raw,
                                produce_raw, simple_batch)
-from tests.unit.kclients import consume, produce
+from tests.helpers.kclients import consume, produce
 
 HOUR = 3_600_000
 

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from tests.unit.kbatch import batch_headers, connect, fetch_raw
-from tests.unit.kclients import CLIENTS, consume, produce
+from tests.helpers.kbatch import batch_headers, connect, fetch_raw
+from tests.helpers.kclients import CLIENTS, consume, produce
 
 N = 10_000
 PARTITIONS = 3
@@ -106,7 +106,7 @@ def test_large_value_within_message_max_bytes(kafka_broker, kafka_topic):
 def test_small_fetch_sizes_cut_batches_and_clients_cope(kafka_broker, kafka_topic):
     """With a per-partition fetch size smaller than a few batches, responses end in a
     partial batch (as Kafka's do); every client drops it and fetches on from there."""
-    from tests.unit.kbatch import build_batch, produce_raw
+    from tests.helpers.kbatch import build_batch, produce_raw
     topic = kafka_topic(partitions=1)
     want = []
     with connect(kafka_broker) as s:

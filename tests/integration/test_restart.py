@@ -11,9 +11,9 @@ from kafka.protocol.consumer import ListOffsetsRequest
 from kafka.protocol.producer import InitProducerIdRequest
 
 from tests.integration.test_core_roundtrip import dataset, expected_by_partition
-from tests.unit.kbatch import (call, connect, decode_records, fetch_raw, produce_raw,
+from tests.helpers.kbatch import (call, connect, decode_records, fetch_raw, produce_raw,
                                simple_batch)
-from tests.unit.kclients import consume, produce
+from tests.helpers.kclients import consume, produce
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> str:

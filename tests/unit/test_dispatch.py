@@ -17,7 +17,7 @@ from kafkalite.broker.registry import supported_versions
 from kafkalite.config import BrokerConfig
 from kafkalite.wire.errors import MalformedRequest
 
-from .kbatch import decode_records, decode_response, request_bytes, simple_batch, stored_form
+from tests.helpers.kbatch import decode_records, decode_response, request_bytes, simple_batch, stored_form
 
 
 @pytest.fixture
@@ -305,7 +305,7 @@ async def test_zstd_needs_produce_v7(broker, version, code):
 
 @pytest.mark.parametrize("codec", [0, 1, 4])
 async def test_compacted_topic_refuses_keyless_records(broker, codec):
-    from .kbatch import build_batch
+    from tests.helpers.kbatch import build_batch
     broker.create_topic("compacted", 1, {"cleanup.policy": "compact"})
     keyless = build_batch([(b"k", b"v" * 50, [], None), (None, b"v" * 50, [], None)], codec)
     r = await call(broker, produce_req(9, "compacted", [(0, keyless)]), ProduceResponse)

@@ -12,7 +12,7 @@ from kafkalite.log.partition import LogConfig, PartitionLog
 from kafkalite.wire.errors import ErrorCode, KafkaError
 from kafkalite.wire.records import validate_produce_batch
 
-from .kbatch import CODECS, build_batch, decode_records, simple_batch, stored_form
+from tests.helpers.kbatch import CODECS, build_batch, decode_records, simple_batch, stored_form
 
 T0 = 1_700_000_000_000
 

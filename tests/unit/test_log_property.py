@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kafkalite.log.partition import LogConfig, PartitionLog
 from kafkalite.wire.records import validate_produce_batch
 
-from .kbatch import build_batch, stored_form
+from tests.helpers.kbatch import build_batch, stored_form
 from .test_log import read_all
 
 T0 = 1_700_000_000_000

@@ -13,7 +13,7 @@ from kafkalite.wire.records import (HEADER_SIZE, TIMESTAMP_TYPE_BIT, crc_ok, off
                                     parse_header, read_offset_and_length,
                                     validate_produce_batch, with_log_append_time)
 
-from .kbatch import CODECS, build_batch, decode_records, simple_batch
+from tests.helpers.kbatch import CODECS, build_batch, decode_records, simple_batch
 
 BIG = 1 << 30
 

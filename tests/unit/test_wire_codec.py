@@ -20,7 +20,7 @@ from kafkalite.wire.errors import MalformedRequest
 from kafkalite.wire.header import parse_fixed, response_header, skip_tagged_fields
 from kafkalite.wire.primitives import bytes_len, read_uvarint, string, uvarint
 
-from .kbatch import request_bytes, simple_batch
+from tests.helpers.kbatch import request_bytes, simple_batch
 
 import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 
