@@ -72,7 +72,7 @@ class BrokerCollector:
         lag = GaugeMetricFamily("kafkalite_consumer_group_lag",
                                 "Log end offset minus committed offset",
                                 labels=["group", "topic", "partition"])
-        coordinator = b.extensions.get("groups")
+        coordinator = b.groups
         for group in list(getattr(coordinator, "groups", {}).values()):
             for (topic, partition), committed in list(group.offsets.items()):
                 p = b.logs.partition(topic, partition)

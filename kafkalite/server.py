@@ -241,10 +241,8 @@ class KafkaServer:
                 if time.monotonic() >= next_retention:
                     next_retention = time.monotonic() + retention_every
                     self.broker.logs.apply_retention(now_ms)
-                for hook in list(self.broker.extensions.values()):
-                    tick = getattr(hook, "tick", None)
-                    if tick is not None:
-                        tick(now_ms)
+                if self.broker.groups is not None:
+                    self.broker.groups.tick(now_ms)
             except Exception:
                 log.exception("Housekeeping failed; will retry")
 

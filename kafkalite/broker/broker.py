@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..clock import Clock, SystemClock
 from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
@@ -22,6 +23,7 @@ from ..log.partition import PartitionLog
 from ..wire.codec import decode_request, encode, is_flexible
 from ..wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ..wire.header import parse_fixed, response_header, skip_tagged_fields
+from .fetch_sessions import FetchSessionCache
 from .registry import HANDLERS
 from .stats import BrokerStats
 from .waiters import AppendNotifier
@@ -42,7 +44,7 @@ class RequestContext:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig):
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None):
         from . import handlers  # noqa: F401  (registers every handler module)
         self.config = config
         self.node_id = config.node_id
@@ -50,7 +52,9 @@ class Broker:
         self.logs = LogManager(config)
         self.notifier = AppendNotifier()
         self.pids: ProducerIdAllocator | None = None
-        self.extensions: dict[str, Any] = {}  # per-feature state (fetch sessions, groups…)
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.groups: GroupCoordinator | None = None  # set by open()
+        self.fetch_sessions = FetchSessionCache()
         self.stats = BrokerStats()
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
@@ -68,16 +72,14 @@ class Broker:
         groups = GroupCoordinator(self.config, self.logs, self.create_topic,
                                   self.notifier.notify, lambda: self.closing)
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
-        self.extensions["groups"] = groups  # closed with the other extensions in close()
+        self.groups = groups
         groups.open()
 
     def close(self, clean: bool = True) -> None:
         self.closing = True
         self.notifier.wake_all()
-        for hook in list(self.extensions.values()):
-            close = getattr(hook, "close", None)
-            if close is not None:
-                close()
+        if self.groups is not None:
+            self.groups.close()
         if clean:
             for p in self.logs.all_partitions():
                 self.producer_state(p).save(p.directory, p.log_end_offset)
@@ -124,7 +126,7 @@ class Broker:
 
     def auto_create(self, name: str) -> Topic | None:
         """Create `name` with num.partitions if auto.create.topics.enable; else None."""
-        groups = self.extensions.get("groups")
+        groups = self.groups
         if name == "__consumer_offsets" and groups is not None:
             # Internal topics are created with their own settings (compacted,
             # offsets.topic.num.partitions), as Kafka's AutoTopicCreationManager does.

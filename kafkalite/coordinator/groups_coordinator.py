@@ -1,5 +1,5 @@
 # The group coordinator: the consumer groups of this broker and their committed offsets.
-# It lives in broker.extensions["groups"]; handlers call it, the server ticks it.
+# It lives in broker.groups; handlers call it, Broker.tick drives its periodic work.
 #
 # This broker coordinates every group. At start the groups and offsets stored in
 # __consumer_offsets are replayed (offsets_log.py), a partition at a time, yielding to the

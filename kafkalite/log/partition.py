@@ -10,7 +10,7 @@ import os
 import time
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
@@ -64,6 +64,8 @@ class PartitionLog:
         self.unflushed_messages = 0
         self.last_flush_ms = _now_ms()
         self.producer_state: object | None = None  # owned by the broker (idempotence)
+        # Called as on_roll(partition, rolled_segment) after each roll (producer snapshots).
+        self.on_roll: Callable[["PartitionLog", Segment], None] | None = None
         os.makedirs(directory, exist_ok=True)
         self._load(recover)
         self.log_start_offset = max(self.segments[0].base_offset, self._read_start_checkpoint())
@@ -176,6 +178,8 @@ class PartitionLog:
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
         _fsync_dir(self.directory)  # the new segment's name must survive a power loss
+        if self.on_roll is not None:
+            self.on_roll(self, old)
         return seg
 
     # --- reads ----------------------------------------------------------------------------

@@ -15,6 +15,6 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(42, v)
     names = list(dict.fromkeys(req.groups_names))
-    errors = ctx.broker.extensions["groups"].delete_groups(names)
+    errors = ctx.broker.groups.delete_groups(names)
     results = tuple(mod.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in names)
     return make(response_class(42, v), throttle_time=ZERO, results=results)

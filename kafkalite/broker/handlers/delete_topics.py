@@ -33,10 +33,8 @@ def _requested(req, version: int) -> list[tuple[str | None, uuid.UUID | None]]:
 
 def _delete(broker, topic) -> None:
     broker.delete_topic(topic.name)
-    sessions = broker.extensions.get("fetch_sessions")
-    if sessions is not None:
-        sessions.forget_topic(topic.name)
-        sessions.forget_topic(topic.topic_id)
+    broker.fetch_sessions.forget_topic(topic.name)
+    broker.fetch_sessions.forget_topic(topic.topic_id)
 
 
 def _resolve(logs, items) -> tuple[list, list]:

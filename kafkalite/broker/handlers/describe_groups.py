@@ -22,7 +22,7 @@ GROUP_OPS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE (AclOperati
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(15, v)
-    coord = ctx.broker.extensions["groups"]
+    coord = ctx.broker.groups
     ops = GROUP_OPS if getattr(req, "include_authorized_operations", False) else NO_OPS
     out = []
     for gid in req.groups:

@@ -111,8 +111,7 @@ async def handle(ctx, req):
     broker = ctx.broker
     v = ctx.api_version
     use_ids = v >= 13
-    sessions: FetchSessionCache = broker.extensions.setdefault("fetch_sessions",
-                                                               FetchSessionCache())
+    sessions: FetchSessionCache = broker.fetch_sessions
     sid = getattr(req, "session_id", 0)
     epoch = getattr(req, "session_epoch", -1)
     requested: OrderedDict = OrderedDict()

@@ -19,7 +19,7 @@ GROUP, TRANSACTION = 0, 1
 
 def _lookup(ctx, key_type: int) -> tuple[ErrorCode, str | None]:
     if key_type == GROUP:
-        ctx.broker.extensions["groups"].find_coordinator()
+        ctx.broker.groups.find_coordinator()
         return ErrorCode.none, None
     if key_type == TRANSACTION:
         return ErrorCode.none, None

@@ -13,6 +13,6 @@ from ..registry import api
 
 @api(12, "Heartbeat", (0, 4))
 async def handle(ctx, req):
-    err = ctx.broker.extensions["groups"].heartbeat(
+    err = ctx.broker.groups.heartbeat(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
     return make(response_class(12, ctx.api_version), throttle_time=ZERO, error_code=err)

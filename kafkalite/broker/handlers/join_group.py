@@ -22,7 +22,7 @@ async def handle(ctx, req):
     rebalance_ms = to_ms(req.rebalance_timeout) if v >= 1 else session_ms
     host = "/" + ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
     protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
-    result = await ctx.broker.extensions["groups"].join_group(
+    result = await ctx.broker.groups.join_group(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), v >= 4, v >= 9,
         ctx.client_id or "", host, rebalance_ms, session_ms, req.protocol_type, protocols,
         getattr(req, "reason", None))

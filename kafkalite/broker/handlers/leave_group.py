@@ -21,7 +21,7 @@ async def handle(ctx, req):
                    for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
-    err, results = ctx.broker.extensions["groups"].leave_group(req.group_id, leaving)
+    err, results = ctx.broker.groups.leave_group(req.group_id, leaving)
     cls = response_class(13, v)
     if v < 3:
         if err == ErrorCode.none and results:

@@ -16,7 +16,7 @@ from ..registry import api
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(16, v)
-    err, groups = ctx.broker.extensions["groups"].list_groups(
+    err, groups = ctx.broker.groups.list_groups(
         set(getattr(req, "states_filter", ())), set(getattr(req, "types_filter", ())))
     listed = tuple(make(mod.ListedGroup, group_id=g.group_id,
                         protocol_type=g.protocol_type or "", group_state=g.state.value,

@@ -21,7 +21,7 @@ from ..registry import api
 async def handle(ctx, req):
     v = ctx.api_version
     b = ctx.broker
-    coord = b.extensions["groups"]
+    coord = b.groups
     now = coord.now_ms()
     retention = to_ms(req.retention_time) if hasattr(req, "retention_time") else -1
     expire = now + retention if retention >= 0 else -1

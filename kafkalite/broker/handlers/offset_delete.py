@@ -21,7 +21,7 @@ async def handle(ctx, req):
     errors = {tp: ErrorCode.unknown_topic_or_partition for tp in order
               if b.logs.partition(*tp) is None}
     valid = [tp for tp in order if tp not in errors]
-    err, results = b.extensions["groups"].delete_offsets(req.group_id, valid)
+    err, results = b.groups.delete_offsets(req.group_id, valid)
     cls = response_class(47, ctx.api_version)
     if err != ErrorCode.none:
         return make(cls, error_code=err, throttle_time=ZERO, topics=())

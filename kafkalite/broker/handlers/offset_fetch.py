@@ -39,7 +39,7 @@ def _topics(mod, topic_cls: str, part_cls: str, entries, error: ErrorCode | None
 @api(9, "OffsetFetch", (1, 9))
 async def handle(ctx, req):
     v = ctx.api_version
-    coord = ctx.broker.extensions["groups"]
+    coord = ctx.broker.groups
     mod = response_module(9, v)
     cls = response_class(9, v)
     if v >= 8:

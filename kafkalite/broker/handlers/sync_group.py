@@ -23,7 +23,7 @@ async def handle(ctx, req):
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.inconsistent_group_protocol,
                     protocol_type=None, protocol_name=None, assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
-    result = await ctx.broker.extensions["groups"].sync_group(
+    result = await ctx.broker.groups.sync_group(
         req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None),
         ptype, pname, assignments)
     return make(cls, throttle_time=ZERO, error_code=result.error,
