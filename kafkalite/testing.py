@@ -5,7 +5,11 @@
 #       producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker})
 #
 # `kafka_broker` is session-scoped: one broker subprocess on a free 127.0.0.1 port with a
-# temporary data directory, yielding its bootstrap address. `BrokerProcess` is the
+# temporary data directory, yielding its bootstrap address. `kafka_broker_fresh` is a broker
+# of the test's own. Both take their settings from `kafka_broker_config` (the ini option
+# `kafkalite_broker_config` unless a conftest overrides the fixture). `kafka_topic` creates
+# topics through kafkalite's own wire layer, never a client library: importing one into the
+# user's test run is what printed its DeprecationWarnings there. `BrokerProcess` is the
 # underlying handle, for tests that restart or kill the broker.
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import Iterator
+from typing import Callable, Iterator
 
 TEST_SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
@@ -124,32 +128,71 @@ except ImportError:  # BrokerProcess works without pytest; the fixtures need it
     pytest = None  # type: ignore[assignment]
 
 if pytest is not None:
+    INI_OPTION = "kafkalite_broker_config"
+
+    def pytest_addoption(parser: "pytest.Parser") -> None:
+        parser.addini(INI_OPTION, type="args", default=[],
+                      help="broker settings for kafkalite's fixtures: key=value ...")
+
+    def parse_settings(items: list[str]) -> dict[str, str]:
+        """['key=value', ...] -> dict; a UsageError names an item without '='."""
+        settings: dict[str, str] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise pytest.UsageError(f"{INI_OPTION}: expected key=value, got {item!r}")
+            settings[key.strip()] = value.strip()
+        return settings
+
     @pytest.fixture(scope="session")
-    def kafka_broker() -> Iterator[str]:
+    def kafka_broker_config(pytestconfig: "pytest.Config") -> dict[str, str]:
+        """Broker settings (Kafka property names) for kafka_broker and kafka_broker_fresh:
+        the ini option `kafkalite_broker_config`; override this fixture to compute them."""
+        return parse_settings(pytestconfig.getini(INI_OPTION))
+
+    @pytest.fixture(scope="session")
+    def kafka_broker(kafka_broker_config: dict[str, str]) -> Iterator[str]:
         """Bootstrap address of a session-wide kafkalite broker."""
-        broker = BrokerProcess().start()
+        broker = BrokerProcess(settings=kafka_broker_config).start()
         try:
             yield broker.bootstrap
         finally:
             broker.cleanup()
 
+    @pytest.fixture
+    def kafka_broker_fresh(kafka_broker_config: dict[str, str]) -> Iterator[str]:
+        """Bootstrap address of a broker of this test's own, with an empty data directory."""
+        broker = BrokerProcess(settings=kafka_broker_config).start()
+        try:
+            yield broker.bootstrap
+        finally:
+            # its data is thrown away, so a clean shutdown would only cost time
+            broker.kill()
+            broker.cleanup()
 
     @pytest.fixture
-    def kafka_topic(kafka_broker: str):
-        """Factory: kafka_topic(partitions=1, name=None, config=None) -> a new topic's name."""
-        from kafka.admin import KafkaAdminClient, NewTopic
+    def kafka_topic(request: "pytest.FixtureRequest") -> Iterator[Callable[..., str]]:
+        """Factory: kafka_topic(partitions=1, name=None, config=None) -> a new topic's name,
+        on the test's kafka_broker_fresh if it uses one, else on kafka_broker. The topics are
+        deleted when the test ends."""
+        # imported here, not with the plugin: kio registers hypothesis strategies on import,
+        # which warns when that happens before hypothesis's own pytest plugin has loaded
+        from .admin_wire import AdminWire
 
-        admin = KafkaAdminClient(bootstrap_servers=kafka_broker, client_id="kafkalite-fixture")
+        fresh = "kafka_broker_fresh" in request.fixturenames
+        bootstrap = request.getfixturevalue("kafka_broker_fresh" if fresh else "kafka_broker")
         made: list[str] = []
 
         def create(partitions: int = 1, name: str | None = None,
                    config: dict[str, str] | None = None) -> str:
             topic = name or f"test-{uuid.uuid4().hex[:12]}"
-            admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
+            with AdminWire(bootstrap, client_id="kafkalite-fixture") as admin:
+                admin.create_topic(topic, partitions, config)
             made.append(topic)
             return topic
 
-        try:
-            yield create
-        finally:
-            admin.close()
+        yield create
+        if made:
+            # errors per topic are ignored: the test may have deleted its topics itself
+            with AdminWire(bootstrap, client_id="kafkalite-fixture") as admin:
+                admin.delete_topics(made)

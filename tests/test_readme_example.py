@@ -19,10 +19,15 @@ def readme_example() -> str:
     return match.group(1)
 
 
-def test_readme_example_runs_with_the_plugin(tmp_path):
+def test_readme_example_runs_with_the_plugin_and_warns_about_nothing(tmp_path):
     (tmp_path / "test_example.py").write_text(readme_example())
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        str(tmp_path / "test_example.py")], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=180)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               str(tmp_path / "test_example.py")]
+    r = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 passed" in r.stdout
+    assert "warning" not in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
+    # as strict as a user's CI may be: a DeprecationWarning anywhere fails the run
+    r = subprocess.run(command + ["-W", "error::DeprecationWarning"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
