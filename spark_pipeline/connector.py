@@ -10,13 +10,16 @@
 #      dependency its poms name: an Ivy settings file with only that repository is generated
 #      into a temporary directory, so resolution never touches the network;
 #   4. otherwise spark.jars.packages with Spark's default resolvers (Maven Central), unless
-#      --offline, which stops here with the list of what ~/.m2 lacks.
+#      --offline, which stops here with the list of what ~/.m2 lacks. Maven Central is probed
+#      first (one TCP connect): when it cannot be reached, Spark would start only to print
+#      ~70 lines of Ivy failures before the same verdict.
 # Failures become ConnectorError, whose text says what is missing and the ways to provide it.
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import socket
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -30,6 +33,8 @@ _ON_SPARKS_CLASSPATH = ("org.apache.spark:spark-core_", "org.apache.spark:spark-
                             "org.apache.spark:spark-launcher_", "org.apache.spark:spark-common-")
 _SKIPPED_SCOPES = {"test", "provided", "system", "import"}
 _MAX_POMS = 200
+MAVEN_CENTRAL = ("repo1.maven.org", 443)
+_JAVA_OPTION_VARS = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS")
 
 
 class SparkUnavailable(RuntimeError):
@@ -93,9 +98,22 @@ def default_m2() -> Path:
     return Path.home() / ".m2" / "repository"
 
 
+def unreachable(remote: tuple[str, int], timeout_s: float = 3.0) -> str | None:
+    """Why `remote` (host, port) cannot be reached, or None when it answers or when the JVM is
+    told to use a proxy (which a direct connect would not go through)."""
+    if any("proxyHost" in os.environ.get(v, "") for v in _JAVA_OPTION_VARS):
+        return None
+    try:
+        socket.create_connection(remote, timeout=timeout_s).close()
+        return None
+    except OSError as exc:
+        return f"{remote[0]}:{remote[1]} cannot be reached from here ({exc})"
+
+
 def plan_connector(jars: str | None = None, ivy_settings: str | None = None,
                    offline: bool = False, m2: Path | None = None,
-                   install: SparkInstall | None = None) -> ConnectorPlan:
+                   install: SparkInstall | None = None,
+                   remote: tuple[str, int] = MAVEN_CENTRAL) -> ConnectorPlan:
     """Choose how Spark gets the connector; raises ConnectorError when it cannot."""
     install = install or spark_install()
     jars = jars if jars is not None else os.environ.get(JARS_ENV) or None
@@ -119,6 +137,9 @@ def plan_connector(jars: str | None = None, ivy_settings: str | None = None,
                              f"{install.connector} from {m2} (offline)", install, temp_dir=tmp)
     if offline:
         raise ConnectorError(explain(install, missing, m2))
+    problem = unreachable(remote)
+    if problem:
+        raise ConnectorError(explain(install, missing, m2, remote_problem=problem))
     return ConnectorPlan(packages, f"{install.connector} from remote repositories", install,
                          m2_missing=missing)
 
@@ -263,24 +284,33 @@ def m2_missing(coordinate: str, m2: Path) -> list[str]:
     return missing
 
 
-def explain(install: SparkInstall, missing: list[str], m2: Path | None = None) -> str:
-    """The message shown when the connector cannot be found: what is missing, how to fix it."""
+def explain(install: SparkInstall, missing: list[str], m2: Path | None = None,
+            remote_problem: str | None = None) -> str:
+    """The message shown when the connector cannot be found: what is missing, how to fix it.
+    With `remote_problem` (remote resolution was tried, or cannot work) the first suggestions
+    are the local ones; otherwise (--offline) fetching it is the first."""
     s = install.scala_version
+    v = install.spark_version
+    fetch = ["internet access to Maven Central: run without --offline and Spark downloads it",
+             "(spark.jars.packages);"]
+    if remote_problem:
+        fetch = [f"fetching it from Maven Central, which failed: {remote_problem};",
+                 "with a proxy, give the JVM -Dhttps.proxyHost=... in JAVA_TOOL_OPTIONS;"]
+    local = [f"a local Maven repository: install the artifacts into {m2 or default_m2()}",
+             "(see scripts/install-spark-connector.md); it is then used without network access;",
+             f"jar paths: --jars or {JARS_ENV}=a.jar,b.jar,... (files or directories) with",
+             f"spark-sql-kafka-0-10_{s}-{v}.jar, spark-token-provider-kafka-0-10_{s}-{v}.jar,",
+             "kafka-clients-<version>.jar and commons-pool2-<version>.jar;",
+             "--ivy-settings FILE naming your own repository (spark.jars.ivySettings);"]
+    ways = [local[:2], local[2:5], local[5:]]
+    ways = ways + [fetch] if remote_problem else [fetch] + ways
     lines = [
         "Spark's Kafka connector is not available, so format(\"kafka\") cannot work.",
-        f"Needed: {install.connector} (matching Spark {install.spark_version}, Scala {s}) "
-        "and its dependencies.",
+        f"Needed: {install.connector} (matching Spark {v}, Scala {s}) and its dependencies.",
         "Missing:",
         *(f"  - {m}" for m in missing),
         "Provide it in one of these ways:",
-        "  1. internet access to Maven Central: run without --offline and Spark downloads it",
-        "     (spark.jars.packages);",
-        f"  2. a local Maven repository: install the artifacts into {m2 or default_m2()}",
-        "     (see scripts/install-spark-connector.md); it is then used without network access;",
-        f"  3. jar paths: --jars or {JARS_ENV}=a.jar,b.jar,... (files or directories) with",
-        f"     spark-sql-kafka-0-10_{s}-{install.spark_version}.jar, "
-        f"spark-token-provider-kafka-0-10_{s}-{install.spark_version}.jar,",
-        "     kafka-clients-<version>.jar and commons-pool2-<version>.jar;",
-        "  4. --ivy-settings FILE naming your own repository (spark.jars.ivySettings).",
     ]
-    return "\n".join(lines)
+    for n, way in enumerate(ways, 1):
+        lines += [f"  {n}. {way[0]}", *(f"     {line}" for line in way[1:])]
+    return "\n".join(lines)[:-1] + "."

@@ -63,17 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from kafkalite.testing import BrokerProcess
 
+    from .connector import spark_install
     from .session import session_with_connector
-    from . import transform as t
 
     began = time.monotonic()
-    print("demo: starting Spark (local[2])", flush=True)
     try:
+        spark_install()  # no pyspark: one line naming the install command, not a traceback
+        print("demo: starting Spark (local[2])", flush=True)
         spark, plan = session_with_connector("kafkalite-demo", args.jars, None, args.offline,
                                              say=lambda msg: print(f"demo: {msg}", flush=True))
     except SparkUnavailable as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 2
+    from . import transform as t
+
     work = tempfile.mkdtemp(prefix="kafkalite-demo-")
     broker = BrokerProcess(data_dir=f"{work}/broker")
     try:

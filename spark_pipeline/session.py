@@ -73,7 +73,8 @@ def build_session(app_name: str = "kafkalite-spark", plan: ConnectorPlan | None 
             raise
         what = [f"resolving {plan.how} failed (Spark's report is printed above)",
                 *(f"{path} (not in the local Maven repository)" for path in plan.m2_missing)]
-        raise ConnectorError(explain(plan.install, what)) from exc
+        remote = "Spark's resolution from remote repositories failed" if plan.m2_missing else None
+        raise ConnectorError(explain(plan.install, what, remote_problem=remote)) from exc
     spark.sparkContext.setLogLevel(log_level)
     return spark
 

@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,7 +113,11 @@ def test_offline_plan_uses_only_the_local_maven_repository(tmp_path):
     assert [Path(p).name for p in missing] == ["kafka-clients-3.9.0.pom", "kafka-clients-3.9.0.jar"]
     with pytest.raises(ConnectorError, match="kafka-clients-3.9.0.jar"):
         plan_connector(jars="", offline=True, m2=m2, install=INSTALL)
-    online = plan_connector(jars="", offline=False, m2=m2, install=INSTALL)
+    with socket.socket() as central:  # stands in for a reachable Maven Central
+        central.bind(("127.0.0.1", 0))
+        central.listen()
+        online = plan_connector(jars="", offline=False, m2=m2, install=INSTALL,
+                                remote=central.getsockname())
     assert online.conf == {"spark.jars.packages": SQL_KAFKA}
 
     maven_artifact(m2, "org.apache.kafka", "kafka-clients", "3.9.0")
@@ -212,3 +220,35 @@ def test_ivy_settings_of_ones_own_are_passed_to_spark(tmp_path):
     mine.write_text("<ivysettings/>")
     plan = plan_connector(jars="", ivy_settings=str(mine), install=INSTALL, m2=tmp_path)
     assert plan.conf == {"spark.jars.packages": SQL_KAFKA, "spark.jars.ivySettings": str(mine)}
+
+
+def closed_port() -> tuple[str, int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()
+
+
+def test_unreachable_maven_central_stops_before_spark_with_local_ways_first(tmp_path,
+                                                                           monkeypatch):
+    for var in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ConnectorError) as err:
+        plan_connector(jars="", m2=tmp_path / "m2", install=INSTALL, remote=closed_port())
+    msg = str(err.value)
+    assert "without --offline" not in msg  # the user did run without it
+    ways = [line for line in msg.splitlines() if line.startswith("  1. ")]
+    assert ways == [f"  1. a local Maven repository: install the artifacts into {tmp_path / 'm2'}"]
+    assert "cannot be reached from here" in msg and "spark-sql-kafka-0-10_2.13-4.0.0.jar" in msg
+
+
+def test_demo_without_pyspark_says_how_to_install_it_in_one_line():
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys, runpy; sys.modules['pyspark'] = None; "  # an import of it fails
+            "runpy.run_module('spark_pipeline.demo', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr.splitlines() == [
+        "demo: pyspark is not installed: pip install 'pyspark==4.0.0' (the project's `spark` "
+        "extra)"]
