@@ -35,7 +35,9 @@ class AdminWire:
         self._correlation = 0
         self._timeout = i32Timedelta.parse(datetime.timedelta(seconds=timeout_s))
 
-    def _call(self, api_key: int, version: int, body: Any) -> Any:
+    def call(self, api_key: int, version: int, body: Any) -> Any:
+        """Send kio request entity `body` (a non-flexible version) and return the decoded
+        response entity."""
         self._correlation += 1
         payload = (_REQ_HEADER.pack(api_key, version, self._correlation, len(self._client_id))
                    + self._client_id + encode(body))
@@ -65,7 +67,7 @@ class AdminWire:
             name=name, num_partitions=i32(partitions), replication_factor=i16(1),
             assignments=(), configs=tuple(create_req.CreatableTopicConfig(name=k, value=str(v))
                                           for k, v in (config or {}).items()))
-        resp = self._call(_CREATE_TOPICS, 4, create_req.CreateTopicsRequest(
+        resp = self.call(_CREATE_TOPICS, 4, create_req.CreateTopicsRequest(
             topics=(topic,), timeout=self._timeout))
         for result in resp.topics:
             if result.error_code != ErrorCode.none:
@@ -77,7 +79,7 @@ class AdminWire:
         """Delete `names`; returns each topic's error code (none on success)."""
         if not names:
             return {}
-        resp = self._call(_DELETE_TOPICS, 3, DeleteTopicsRequest(
+        resp = self.call(_DELETE_TOPICS, 3, DeleteTopicsRequest(
             topic_names=tuple(names), timeout=self._timeout))
         return {r.name: r.error_code for r in resp.responses}
 

@@ -150,25 +150,24 @@ if pytest is not None:
         the ini option `kafkalite_broker_config`; override this fixture to compute them."""
         return parse_settings(pytestconfig.getini(INI_OPTION))
 
-    @pytest.fixture(scope="session")
-    def kafka_broker(kafka_broker_config: dict[str, str]) -> Iterator[str]:
-        """Bootstrap address of a session-wide kafkalite broker."""
-        broker = BrokerProcess(settings=kafka_broker_config).start()
+    def _serve(settings: dict[str, str], throwaway: bool) -> Iterator[str]:
+        broker = BrokerProcess(settings=settings).start()
         try:
             yield broker.bootstrap
         finally:
+            if throwaway:  # its data is deleted next, so a clean shutdown only costs time
+                broker.kill()
             broker.cleanup()
+
+    @pytest.fixture(scope="session")
+    def kafka_broker(kafka_broker_config: dict[str, str]) -> Iterator[str]:
+        """Bootstrap address of a session-wide kafkalite broker."""
+        yield from _serve(kafka_broker_config, throwaway=False)
 
     @pytest.fixture
     def kafka_broker_fresh(kafka_broker_config: dict[str, str]) -> Iterator[str]:
         """Bootstrap address of a broker of this test's own, with an empty data directory."""
-        broker = BrokerProcess(settings=kafka_broker_config).start()
-        try:
-            yield broker.bootstrap
-        finally:
-            # its data is thrown away, so a clean shutdown would only cost time
-            broker.kill()
-            broker.cleanup()
+        yield from _serve(kafka_broker_config, throwaway=True)
 
     @pytest.fixture
     def kafka_topic(request: "pytest.FixtureRequest") -> Iterator[Callable[..., str]]:
