@@ -70,7 +70,7 @@ class Broker:
         for p in self.logs.all_partitions():
             self._load_producer_state(p)
         groups = GroupCoordinator(self.config, self.logs, self.create_topic,
-                                  self.notifier.notify, lambda: self.closing)
+                                  self.notifier.notify, lambda: self.closing, clock=self.clock)
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
         self.groups = groups
         groups.open()

@@ -1,6 +1,8 @@
 # The consumer-group model of Kafka's classic GroupCoordinator (kafka.coordinator.group:
 # GroupMetadata, MemberMetadata): states, members, protocol selection, committed offsets.
-# No I/O and no timers here; groups_membership.py drives the state machine.
+# No I/O here and no timer is started here: groups_join.py and groups_membership.py drive the
+# state machine and its timers; a group only holds their handles, and cancels a member's when
+# the member leaves it.
 #
 #   Empty --join--> PreparingRebalance --all joined / rebalance timeout--> CompletingRebalance
 #   CompletingRebalance --leader's SyncGroup--> Stable --join/leave/expiry--> PreparingRebalance
@@ -13,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..clock import TimerHandle
 from ..wire.errors import ErrorCode
 from .offsets_records import OffsetValue
 
@@ -77,7 +80,8 @@ class Member:
     join_waiter: asyncio.Future | None = None
     sync_waiter: asyncio.Future | None = None
     is_new: bool = False
-    deadline_ms: int = 0  # heartbeat expiry (session timeout, or the new-member join timeout)
+    # Fires at the session deadline (or the new-member join timeout); reset by activity.
+    heartbeat_timer: TimerHandle | None = None
 
     @property
     def awaiting_join(self) -> bool:
@@ -102,6 +106,11 @@ class Member:
                 return name
         raise ValueError(f"member {self.member_id} supports none of {candidates}")
 
+    def stop_timer(self) -> None:
+        if self.heartbeat_timer is not None:
+            self.heartbeat_timer.cancel()
+            self.heartbeat_timer = None
+
     def keeps_alive(self) -> bool:
         """Kafka's hasSatisfiedHeartbeat for an expired deadline: members waiting in a
         rebalance are not expected to heartbeat, except new ones that never completed a join."""
@@ -119,17 +128,18 @@ class Group:
         self.leader_id: str | None = None
         self.members: dict[str, Member] = {}
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
-        self.pending_members: dict[str, int] = {}  # MEMBER_ID_REQUIRED ids -> deadline ms
+        # MEMBER_ID_REQUIRED ids -> the timer that forgets them at their session timeout
+        self.pending_members: dict[str, TimerHandle] = {}
         self.pending_sync: set[str] = set()
         self.supported: Counter[str] = Counter()
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
-        # Timers of the current rebalance (asyncio handles) and the kind of join wait.
-        self.join_timer: asyncio.TimerHandle | None = None
+        # Timers of the current rebalance and the kind of join wait.
+        self.join_timer: TimerHandle | None = None
         self.initial_join = False
         self.initial_remaining_ms = 0
-        self.sync_timer: asyncio.TimerHandle | None = None
+        self.sync_timer: TimerHandle | None = None
 
     def __repr__(self) -> str:
         return (f"Group({self.group_id!r}, {self.state.value}, generation {self.generation}, "
@@ -179,7 +189,7 @@ class Group:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
         self.supported.update(name for name, _ in member.protocols)
-        self.pending_members.pop(member.member_id, None)
+        self.forget_pending(member.member_id)
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
@@ -188,11 +198,17 @@ class Group:
             if member.instance_id is not None \
                     and self.static_members.get(member.instance_id) == member_id:
                 del self.static_members[member.instance_id]
+            member.stop_timer()
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
-        self.pending_members.pop(member_id, None)
+        self.forget_pending(member_id)
         self.pending_sync.discard(member_id)
         return member
+
+    def forget_pending(self, member_id: str) -> None:
+        timer = self.pending_members.pop(member_id, None)
+        if timer is not None:
+            timer.cancel()
 
     def update_protocols(self, member: Member, protocols: list[tuple[str, bytes]],
                          rebalance_timeout_ms: int, session_timeout_ms: int) -> None:
@@ -273,6 +289,17 @@ class Group:
         return JoinResult(ErrorCode.none, member.member_id, self.generation, self.protocol_type,
                           self.protocol_name, self.leader_id if leader is None else leader,
                           self.current_member_metadata() if members else [], skip)
+
+
+def validate_member(group: Group, member_id: str, instance_id: str | None) -> ErrorCode | None:
+    """Kafka's validateCurrentMember: a static member must be the instance's current
+    member id (else it is a fenced duplicate); a dynamic one must be in the group."""
+    if instance_id is not None:
+        current = group.static_members.get(instance_id)
+        if current is None:
+            return ErrorCode.unknown_member_id
+        return ErrorCode.fenced_instance_id if current != member_id else None
+    return None if member_id in group.members else ErrorCode.unknown_member_id
 
 
 def fence_join(member: Member, member_id: str) -> None:

@@ -7,21 +7,29 @@
 # (Heartbeat: NONE, SyncGroup: REBALANCE_IN_PROGRESS, as Kafka). Committed offsets survive a
 # restart; membership does not: a reloaded group is Empty (with its generation and protocol
 # type), and its former members' next request gets UNKNOWN_MEMBER_ID, so they rejoin.
-# groups_membership.py has the rebalance protocol, offsets.py the offset operations.
+# groups_membership.py has the rebalance protocol, offsets.py the offset operations, and
+# groups_registry.py what they share (the groups, the settings, the clock); none of them
+# imports this module.
+#
+# Time is the injected clock's: member, join and sync timers run on its monotonic reading
+# (each at its own deadline), so a step of the wall clock expires nobody. tick() only runs
+# what Kafka runs periodically: the offsets expiry check, every
+# offsets.retention.check.interval.ms of monotonic time, and compaction.
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any, Callable
 
+from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode
 from .groups import CommittedOffset, Group, GroupState
-from .groups_membership import Membership, StoreError
-from .offsets import TP, OffsetManager, store_error
+from .groups_membership import Membership
+from .groups_registry import GroupRegistry
+from .offsets import TP, OffsetManager
 from .offsets_log import OffsetsLog, Record
-from .offsets_records import (GroupValue, MemberValue, group_key, group_value, offset_key,
-                              offset_value, parse_group_value, parse_key, parse_offset_value)
+from .offsets_records import (GroupValue, group_key, group_value, offset_key, offset_value,
+                              parse_group_value, parse_key, parse_offset_value)
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -29,32 +37,20 @@ S = GroupState
 E = ErrorCode
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupRegistry):
     def __init__(self, config: Any, logs: Any, create_topic: Callable[..., Any],
                  on_append: Callable[[str, int], None] | None = None,
-                 is_closing: Callable[[], bool] = lambda: False):
-        self.min_session_ms = config["group.min.session.timeout.ms"]
-        self.max_session_ms = config["group.max.session.timeout.ms"]
-        self.max_group_size = config["group.max.size"]
-        self.initial_delay_ms = config["group.initial.rebalance.delay.ms"]
-        self.metadata_max_bytes = config["offset.metadata.max.bytes"]
-        self.retention_ms = config["offsets.retention.minutes"] * 60_000
-        self.retention_check_ms = config["offsets.retention.check.interval.ms"]
-        self.store = OffsetsLog(logs, create_topic, config["offsets.topic.num.partitions"],
-                                on_append)
+                 is_closing: Callable[[], bool] = lambda: False,
+                 clock: Clock | None = None):
+        store = OffsetsLog(logs, create_topic, config["offsets.topic.num.partitions"],
+                           on_append)
+        super().__init__(config, store, clock if clock is not None else SystemClock())
         self.is_closing = is_closing
-        self.groups: dict[str, Group] = {}
         self.membership = Membership(self)
-        self.offsets = OffsetManager(self)
-        self.loading = False
-        self.closed = False
+        self.offsets = OffsetManager(self, self.membership.schedule_heartbeat)
         self._load_task: asyncio.Task | None = None
         self._deleted_while_loading: list[str] = []
-        self._next_expiry_ms = 0
-
-    @staticmethod
-    def now_ms() -> int:
-        return int(time.time() * 1000)
+        self._next_expiry_check: int | None = None  # monotonic ms
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -73,15 +69,16 @@ class GroupCoordinator:
         self._load_task = loop.create_task(loader.run())
 
     def tick(self, now_ms: int) -> None:
+        """Periodic work; `now_ms` is the wall time that offsets' expiry compares with commit
+        and group-state timestamps. The check's interval is measured on the monotonic clock."""
         if self.loading or self.closed:
             return
         if self.is_closing():
             self._release_waiters()
             return
-        for group in list(self.groups.values()):
-            self.membership.sweep(group, now_ms)
-        if now_ms >= self._next_expiry_ms:
-            self._next_expiry_ms = now_ms + self.retention_check_ms
+        mono = self.clock.monotonic_ms()
+        if self._next_expiry_check is None or mono >= self._next_expiry_check:
+            self._next_expiry_check = mono + self.retention_check_ms
             self.offsets.expire(now_ms)
         self.compact(now_ms)
 
@@ -94,47 +91,6 @@ class GroupCoordinator:
     def _release_waiters(self) -> None:
         for group in self.groups.values():
             self.membership.shutdown(group)
-
-    # --- shared helpers -------------------------------------------------------------------
-
-    def check_status(self, group_id: str | None, allow_empty_id: bool) -> ErrorCode | None:
-        """Kafka's validateGroupStatus. OffsetCommit/OffsetFetch/DescribeGroups/DeleteGroups
-        accept the empty group id (for old clients); the membership APIs do not."""
-        if group_id is None or (not group_id and not allow_empty_id):
-            return E.invalid_group_id
-        if self.closed:
-            return E.coordinator_not_available
-        if self.loading:
-            return E.coordinator_load_in_progress
-        return None
-
-    def add_group(self, group_id: str) -> Group:
-        group = Group(group_id, self.now_ms())
-        self.groups[group_id] = group
-        return group
-
-    def remove_group(self, group: Group) -> None:
-        if self.groups.get(group.group_id) is group:
-            del self.groups[group.group_id]
-
-    def group_value(self, group: Group, assignment: dict[str, bytes] | None) -> GroupValue:
-        members = []
-        if assignment is not None and group.protocol_name is not None:
-            members = [MemberValue(m.member_id, m.instance_id, m.client_id, m.client_host,
-                                   m.rebalance_timeout_ms, m.session_timeout_ms,
-                                   m.metadata(group.protocol_name),
-                                   assignment.get(m.member_id, b""))
-                       for m in group.members.values()]
-        return GroupValue(group.protocol_type or "", group.generation, group.protocol_name,
-                          group.leader_id, group.state_ms if group.state_ms else -1, members)
-
-    def store_group(self, group: Group, assignment: dict[str, bytes]) -> None:
-        value = group_value(self.group_value(group, assignment))
-        try:
-            self.store.append(group.group_id, [(group_key(group.group_id), value)],
-                              self.now_ms())
-        except (OSError, ValueError) as e:
-            raise store_error(e) from e
 
     # --- API entry points -----------------------------------------------------------------
 
@@ -197,7 +153,7 @@ class GroupCoordinator:
             elif not group.is_(S.EMPTY):
                 out[gid] = E.non_empty_group
             else:
-                group.transition(S.DEAD, self.now_ms())
+                group.transition(S.DEAD, self.wall_ms())
                 removed, group.offsets = group.offsets, {}
                 self.offsets.cleanup(group, removed)
                 log.info("Deleted group %s (%d offsets)", gid, len(removed))
@@ -247,7 +203,7 @@ class _Loader:
         self.coord = coord
         self.offsets: dict[str, dict[TP, CommittedOffset]] = {}
         self.values: dict[str, GroupValue] = {}
-        self.started = time.monotonic()
+        self.started = coord.clock.monotonic_ms()
 
     def apply(self, key: bytes, value: bytes | None) -> None:
         try:
@@ -289,7 +245,7 @@ class _Loader:
 
     def finish(self) -> None:
         c = self.coord
-        now = c.now_ms()
+        now = c.wall_ms()
         n_offsets = 0
         for gid in set(self.values) | {g for g, o in self.offsets.items() if o}:
             group = c.add_group(gid)
@@ -306,7 +262,7 @@ class _Loader:
             c.offsets.remove_topic(topic)
         c._deleted_while_loading.clear()
         log.info("Loaded %d groups and %d committed offsets from the offsets topic in %.3fs",
-                 len(c.groups), n_offsets, time.monotonic() - self.started)
+                 len(c.groups), n_offsets, (c.clock.monotonic_ms() - self.started) / 1000)
 
 
-__all__ = ["GroupCoordinator", "StoreError"]
+__all__ = ["GroupCoordinator"]

@@ -1,26 +1,33 @@
 # The join half of Kafka's classic GroupCoordinator rebalance protocol (GroupCoordinator.scala,
-# 3.x): JoinGroup, the join phase and its timers, and what the join and sync halves share.
-# groups_membership.py builds SyncGroup, Heartbeat, LeaveGroup and session expiry on it.
+# 3.x): JoinGroup, the join phase and its timers, and what the join and sync halves share
+# (member timers and removal). groups_membership.py builds SyncGroup, Heartbeat and
+# LeaveGroup on it.
 #
 # JoinGroup answers are futures completed when the join phase ends; the handler awaits them,
 # nothing polls. The join phase ends when every member has rejoined or at the rebalance
 # timeout (members that did not rejoin are dropped, static ones kept until their session
 # expires); an Empty group first waits group.initial.rebalance.delay.ms, extended while new
 # members keep arriving, up to the rebalance timeout; after a join, members that send no
-# SyncGroup within the rebalance timeout are dropped. These are asyncio timers.
+# SyncGroup within the rebalance timeout are dropped.
+#
+# As Kafka's heartbeat purgatory, each member has its own timer, restarted by every
+# heartbeat, join answer, sync answer and commit, that fires at its session deadline (a new
+# member's: NewMemberJoinTimeoutMs) and removes it, unless it is waiting in a rebalance
+# (hasSatisfiedHeartbeat; the answer restarts the timer). Ids handed out with
+# MEMBER_ID_REQUIRED are forgotten at their session timeout. Every timer is on the
+# registry's injected clock (monotonic), none is a periodic sweep.
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from typing import Any, Callable
 
+from ..clock import TimerHandle
 from ..wire.errors import ErrorCode
 from .groups import (Group, GroupState, JoinResult, Member, SyncResult, answer_join,
-                     answer_sync)
-
-if TYPE_CHECKING:
-    from .groups_coordinator import GroupCoordinator
+                     answer_sync, validate_member)
+from .groups_registry import GroupRegistry, StoreError
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -39,34 +46,15 @@ def client_reason(reason: str | None) -> str:
     return f" (client reason: {reason})" if reason else ""
 
 
-def validate_member(group: Group, member_id: str, instance_id: str | None) -> ErrorCode | None:
-    """Kafka's validateCurrentMember: a static member must be the instance's current
-    member id (else it is a fenced duplicate); a dynamic one must be in the group."""
-    if instance_id is not None:
-        current = group.static_members.get(instance_id)
-        if current is None:
-            return E.unknown_member_id
-        return E.fenced_instance_id if current != member_id else None
-    return None if member_id in group.members else E.unknown_member_id
-
-
-class StoreError(Exception):
-    """A group or offset write to __consumer_offsets failed; `code` is the client's error."""
-
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-
-
 class JoinProtocol:
-    def __init__(self, coord: "GroupCoordinator"):
+    def __init__(self, coord: GroupRegistry):
         self.coord = coord
 
-    def _later(self, delay_ms: int, fn, *args) -> asyncio.TimerHandle:
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, fn, *args)
+    def _later(self, delay_ms: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        return self.coord.clock.call_later(delay_ms, fn, *args)
 
     def _alive(self, group: Group) -> bool:
-        return self.coord.groups.get(group.group_id) is group
+        return self.coord.is_current(group)
 
     # --- JoinGroup ------------------------------------------------------------------------
 
@@ -127,7 +115,8 @@ class JoinProtocol:
                 return
         elif require_known_id:
             # KIP-394 (JoinGroup v4+): hand out the id first; the member joins with it.
-            group.pending_members[new_id] = self.coord.now_ms() + session_ms
+            group.pending_members[new_id] = self._later(session_ms, self._pending_expired,
+                                                        group, new_id)
             fut.set_result(JoinResult(E.member_id_required, new_id))
             return
         self._add_member_and_rebalance(group, fut, new_id, instance_id, client_id, client_host,
@@ -190,7 +179,7 @@ class JoinProtocol:
             group.new_member_added = True
         group.add(member)
         # A new member cannot heartbeat before its first join completes; bound its wait.
-        member.deadline_ms = self.coord.now_ms() + NEW_MEMBER_JOIN_TIMEOUT_MS
+        self._expire_after(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self.maybe_prepare_rebalance(group, f"adding member {member_id}{client_reason(reason)}")
 
     def _update_member_and_rebalance(self, group: Group, member: Member, fut: asyncio.Future,
@@ -208,7 +197,7 @@ class JoinProtocol:
         member id is fenced."""
         current_leader = group.leader_id
         member = group.replace_static_member(instance_id, old_id, new_id)
-        self.schedule_heartbeat(member)
+        self.schedule_heartbeat(group, member)
         old = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
         group.update_protocols(member, protocols, rebalance_ms, session_ms)
         member.join_waiter = fut
@@ -224,7 +213,7 @@ class JoinProtocol:
                 member.join_waiter = None
                 group.update_protocols(member, *old)
                 group.replace_static_member(instance_id, new_id, old_id)
-                self.schedule_heartbeat(member)
+                self.schedule_heartbeat(group, member)
                 fut.set_result(JoinResult(e.code, "", group.generation, group.protocol_type,
                                           group.protocol_name, current_leader or ""))
                 return
@@ -251,7 +240,7 @@ class JoinProtocol:
         self._cancel_sync_timer(group)
         group.pending_sync.clear()
         initial = group.is_(S.EMPTY)
-        group.transition(S.PREPARING_REBALANCE, self.coord.now_ms())
+        group.transition(S.PREPARING_REBALANCE, self.coord.wall_ms())
         log.info("Preparing to rebalance group %s (generation %d): %s", group.group_id,
                  group.generation, reason)
         self._cancel_join_timer(group)
@@ -298,7 +287,7 @@ class JoinProtocol:
             # Only static members that have not rejoined: wait for them or their expiry.
             group.join_timer = self._later(group.rebalance_timeout_ms, self._join_expired, group)
             return
-        now = self.coord.now_ms()
+        now = self.coord.wall_ms()
         group.generation += 1
         if group.members:
             group.protocol_name = group.select_protocol()
@@ -322,16 +311,45 @@ class JoinProtocol:
                  group.generation, len(group.members))
         for m in group.members.values():
             answer_join(m, group.join_result(m, members=group.is_leader(m.member_id)))
-            self.schedule_heartbeat(m)
+            self.schedule_heartbeat(group, m)
             m.is_new = False
             group.pending_sync.add(m.member_id)
         group.sync_timer = self._later(group.rebalance_timeout_ms, self._sync_expired, group,
                                        group.generation)
 
-    # --- shared with the sync half -------------------------------------------------------
+    # --- member timers, shared with the sync half ----------------------------------------
 
-    def schedule_heartbeat(self, member: Member) -> None:
-        member.deadline_ms = self.coord.now_ms() + member.session_timeout_ms
+    def schedule_heartbeat(self, group: Group, member: Member) -> None:
+        """Kafka's completeAndScheduleNextHeartbeatExpiration: the member's session starts
+        again now."""
+        self._expire_after(group, member, member.session_timeout_ms)
+
+    def _expire_after(self, group: Group, member: Member, delay_ms: int) -> None:
+        member.stop_timer()
+        member.heartbeat_timer = self._later(delay_ms, self._heartbeat_expired, group, member)
+
+    def _heartbeat_expired(self, group: Group, member: Member) -> None:
+        member.heartbeat_timer = None
+        if not self._alive(group) or group.members.get(member.member_id) is not member:
+            return
+        if member.keeps_alive():
+            return  # waiting in a rebalance; its answer restarts the timer
+        self.remove_member(group, member, f"session timeout of member {member.member_id}")
+
+    def _pending_expired(self, group: Group, member_id: str) -> None:
+        if self._alive(group) and member_id in group.pending_members:
+            group.forget_pending(member_id)
+            self.try_complete_join(group)
+
+    def remove_member(self, group: Group, member: Member, reason: str) -> None:
+        answer_join(member, JoinResult(E.unknown_member_id, ""))
+        answer_sync(member, SyncResult(E.unknown_member_id))
+        group.remove(member.member_id)
+        log.info("Group %s: removing member %s: %s", group.group_id, member.member_id, reason)
+        if group.is_(S.STABLE, S.COMPLETING_REBALANCE):
+            self.maybe_prepare_rebalance(group, reason)
+        elif group.is_(S.PREPARING_REBALANCE):
+            self.try_complete_join(group)
 
     def reset_and_propagate(self, group: Group, error: ErrorCode) -> None:
         for m in group.members.values():
@@ -344,7 +362,7 @@ class JoinProtocol:
             result = SyncResult(error, m.assignment, group.protocol_type if ok else None,
                                 group.protocol_name if ok else None)
             if answer_sync(m, result):
-                self.schedule_heartbeat(m)
+                self.schedule_heartbeat(group, m)
 
     def _sync_expired(self, group: Group, generation: int) -> None:
         group.sync_timer = None

@@ -1,23 +1,25 @@
 # The rest of Kafka's classic rebalance protocol (GroupCoordinator.scala, 3.x) on top of the
-# join half in groups_join.py: SyncGroup, Heartbeat, LeaveGroup and session expiry.
+# join half in groups_join.py: SyncGroup, Heartbeat and LeaveGroup.
 #
-# SyncGroup answers wait (on futures) for the leader's assignment. Session expiry is checked
-# by sweep() from the coordinator's tick (about once a second), as precise as Kafka's own.
+# SyncGroup answers wait (on futures) for the leader's assignment. Sessions expire on each
+# member's own timer (groups_join.py); a SyncGroup or Heartbeat restarts it.
 from __future__ import annotations
 
 import asyncio
 import logging
 
 from ..wire.errors import ErrorCode
-from .groups import Group, GroupState, JoinResult, Member, SyncResult, answer_join, answer_sync
-from .groups_join import JoinProtocol, StoreError, client_reason, done_future, validate_member
+from .groups import (Group, GroupState, JoinResult, SyncResult, answer_join, answer_sync,
+                     validate_member)
+from .groups_join import JoinProtocol, client_reason, done_future
+from .groups_registry import StoreError
 
 log = logging.getLogger("kafkalite.coordinator")
 
 S = GroupState
 E = ErrorCode
 
-__all__ = ["Membership", "StoreError", "validate_member"]
+__all__ = ["Membership"]
 
 
 class Membership(JoinProtocol):
@@ -52,7 +54,7 @@ class Membership(JoinProtocol):
         member = group.members[member_id]
         if group.is_(S.STABLE):
             self._synced(group, member_id)
-            self.schedule_heartbeat(member)
+            self.schedule_heartbeat(group, member)
             return done_future(SyncResult(E.none, member.assignment, group.protocol_type,
                                     group.protocol_name))
         fut = asyncio.get_running_loop().create_future()
@@ -75,7 +77,7 @@ class Membership(JoinProtocol):
             for mid, m in group.members.items():
                 m.assignment = assignment[mid]
             self._propagate(group, E.none)
-            group.transition(S.STABLE, self.coord.now_ms())
+            group.transition(S.STABLE, self.coord.wall_ms())
         return fut
 
     def _synced(self, group: Group, member_id: str) -> None:
@@ -104,7 +106,7 @@ class Membership(JoinProtocol):
             return E.illegal_generation
         if group.is_(S.EMPTY):
             return E.unknown_member_id
-        self.schedule_heartbeat(group.members[member_id])
+        self.schedule_heartbeat(group, group.members[member_id])
         return E.rebalance_in_progress if group.is_(S.PREPARING_REBALANCE) else E.none
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]
@@ -140,34 +142,16 @@ class Membership(JoinProtocol):
             results.append(E.none)
         return E.none, results
 
-    # --- expiry ---------------------------------------------------------------------------
-
-    def remove_member(self, group: Group, member: Member, reason: str) -> None:
-        answer_join(member, JoinResult(E.unknown_member_id, ""))
-        answer_sync(member, SyncResult(E.unknown_member_id))
-        group.remove(member.member_id)
-        log.info("Group %s: removing member %s: %s", group.group_id, member.member_id, reason)
-        if group.is_(S.STABLE, S.COMPLETING_REBALANCE):
-            self.maybe_prepare_rebalance(group, reason)
-        elif group.is_(S.PREPARING_REBALANCE):
-            self.try_complete_join(group)
-
-    def sweep(self, group: Group, now_ms: int) -> None:
-        """Expire pending members and members whose session timed out."""
-        if group.is_(S.DEAD):
-            return
-        for mid, deadline in list(group.pending_members.items()):
-            if now_ms >= deadline:
-                group.remove(mid)
-                self.try_complete_join(group)
-        for m in list(group.members.values()):
-            if now_ms >= m.deadline_ms and not m.keeps_alive() and group.has(m.member_id):
-                self.remove_member(group, m, f"session timeout of member {m.member_id}")
+    # --- shutdown -------------------------------------------------------------------------
 
     def shutdown(self, group: Group) -> None:
-        """Answer every waiting JoinGroup/SyncGroup: the coordinator is going away."""
+        """Answer every waiting JoinGroup/SyncGroup and stop the group's timers: the
+        coordinator is going away."""
         self._cancel_join_timer(group)
         self._cancel_sync_timer(group)
+        for mid in list(group.pending_members):
+            group.forget_pending(mid)
         for m in group.members.values():
+            m.stop_timer()
             answer_join(m, JoinResult(E.not_coordinator, m.member_id))
             answer_sync(m, SyncResult(E.not_coordinator))

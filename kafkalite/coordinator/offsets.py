@@ -14,15 +14,12 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from ..wire.errors import ErrorCode
-from .groups import CONSUMER_PROTOCOL, CommittedOffset, Group, GroupState
-from .groups_membership import StoreError, validate_member
+from .groups import CONSUMER_PROTOCOL, CommittedOffset, Group, GroupState, Member, validate_member
+from .groups_registry import GroupRegistry, store_error
 from .offsets_records import group_key, offset_key, offset_value
-
-if TYPE_CHECKING:
-    from .groups_coordinator import GroupCoordinator
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -35,17 +32,12 @@ def java_length(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
-def store_error(e: Exception) -> StoreError:
-    """Kafka's maybeConvertOffsetCommitError: a failed local write means this broker cannot
-    act as coordinator right now; an oversized batch is an unknown server error."""
-    if isinstance(e, OSError):  # the log's StorageError included
-        return StoreError(E.not_coordinator, str(e))
-    return StoreError(E.unknown_server_error, str(e))
-
-
 class OffsetManager:
-    def __init__(self, coord: "GroupCoordinator"):
+    def __init__(self, coord: GroupRegistry,
+                 schedule_heartbeat: Callable[[Group, Member], None]):
         self.coord = coord
+        # A commit from a member counts as a heartbeat, as in Kafka.
+        self.schedule_heartbeat = schedule_heartbeat
 
     # --- OffsetCommit ---------------------------------------------------------------------
 
@@ -68,7 +60,7 @@ class OffsetManager:
             # A member with the new generation that has not synced yet: let it rejoin.
             return dict.fromkeys(offsets, E.rebalance_in_progress)
         if group.is_(S.STABLE, S.PREPARING_REBALANCE):
-            c.membership.schedule_heartbeat(group.members[member_id])
+            self.schedule_heartbeat(group, group.members[member_id])
         return self._store(group, offsets)
 
     @staticmethod
@@ -99,7 +91,7 @@ class OffsetManager:
         records = [(offset_key(group.group_id, t, p), offset_value(o))
                    for (t, p), o in valid.items()]
         try:
-            self.coord.store.append(group.group_id, records, self.coord.now_ms())
+            self.coord.store.append(group.group_id, records, self.coord.wall_ms())
         except (OSError, ValueError) as e:
             se = store_error(e)
             log.warning("Offset commit of group %s failed: %s", group.group_id, e)
@@ -208,14 +200,14 @@ class OffsetManager:
         if group.is_(S.EMPTY) and not group.offsets:
             log.info("Group %s transitioned to Dead in generation %d", group.group_id,
                      group.generation)
-            group.transition(S.DEAD, c.now_ms())
+            group.transition(S.DEAD, c.wall_ms())
         if group.is_(S.DEAD) and c.groups.get(group.group_id) is group:
             c.remove_group(group)
             if group.generation > 0:  # groups only used to store offsets have no metadata
                 records.append((group_key(group.group_id), None))
         if records:
             try:
-                c.store.append(group.group_id, records, c.now_ms())
+                c.store.append(group.group_id, records, c.wall_ms())
             except (OSError, ValueError) as e:
                 # As Kafka: not fatal, the next cleanup or a compaction drops them anyway.
                 log.warning("Could not write %d tombstones for group %s: %s", len(records),

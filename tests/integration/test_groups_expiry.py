@@ -1,10 +1,11 @@
 # Time-driven behaviour of the group coordinator. Over sockets: an offset committed with an
 # explicit retention (OffsetCommit v2-4) expires. In-process, against a real Broker and its
-# real log (the coordinator is a sans-socket state machine whose clock is the tick(now_ms)
-# the server calls every second): offsets of an Empty group expire offsets.retention.minutes
-# after it emptied, a Stable consumer group keeps its subscribed topics' offsets, sessions
-# and pending members expire, a restarted coordinator answers COORDINATOR_LOAD_IN_PROGRESS
-# until it has replayed the offsets topic, and the initial rebalance delay gathers members.
+# real log (the coordinator is a sans-socket state machine on the broker's injected clock;
+# a FakeClock where minutes must pass): offsets of an Empty group expire
+# offsets.retention.minutes after it emptied, a Stable consumer group keeps its subscribed
+# topics' offsets, a restarted coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it has
+# replayed the offsets topic, and the initial rebalance delay gathers members (real time).
+# Session, join and sync timers: tests/unit/test_groups_timers.py.
 from __future__ import annotations
 
 import asyncio
@@ -14,6 +15,7 @@ import uuid
 from kio.schema.errors import ErrorCode as E
 
 from kafkalite.broker.broker import Broker
+from kafkalite.clock import FakeClock
 from kafkalite.config import BrokerConfig
 from kafkalite.coordinator.groups import CommittedOffset, GroupState
 from kafkalite.testing import BrokerProcess
@@ -51,24 +53,26 @@ def test_explicit_retention_time_expires_the_offset():
             raw.close()
 
 
-async def _broker(tmp_path, **settings) -> Broker:
+async def _broker(tmp_path, clock=None, **settings) -> Broker:
     cfg = BrokerConfig({"log.dirs": str(tmp_path / "data"),
                         "group.initial.rebalance.delay.ms": "0",
                         "offsets.retention.minutes": "1",
                         "offsets.retention.check.interval.ms": "1", **settings})
-    b = Broker(cfg)
+    b = Broker(cfg, clock=clock)
     b.open()
     return b
 
 
-async def _member(coord, group: str, topic: str, session_ms: int = 10000):
+async def _member(coord, clock: FakeClock, group: str, topic: str, session_ms: int):
     first = await coord.join_group(group, "", None, True, False, "client", "/127.0.0.1",
                                    10000, session_ms, "consumer",
                                    [("range", subscription(topic))], None)
     assert first.error == E.member_id_required
-    r = await coord.join_group(group, first.member_id, None, True, False, "client",
-                               "/127.0.0.1", 10000, session_ms, "consumer",
-                               [("range", subscription(topic))], None)
+    joined = coord.join_group(group, first.member_id, None, True, False, "client",
+                              "/127.0.0.1", 10000, session_ms, "consumer",
+                              [("range", subscription(topic))], None)
+    clock.advance(0)  # the initial rebalance delay (0) ends the join phase
+    r = await joined
     assert r.error == E.none
     s = await coord.sync_group(group, r.generation, r.member_id, None, None, None,
                                {r.member_id: b"a"})
@@ -81,58 +85,40 @@ def _offset(now: int, n: int) -> CommittedOffset:
 
 
 async def test_retention_of_empty_stable_and_simple_groups(tmp_path):
-    b = await _broker(tmp_path)
+    clock = FakeClock()
+    b = await _broker(tmp_path, clock)
     try:
         b.create_topic("sub", 1)
         b.create_topic("other", 1)
-        coord = b.extensions["groups"]
-        now = coord.now_ms()
-        member, gen = await _member(coord, "consumers", "sub")
+        coord = b.groups
+
+        def tick_at(wall_ms: int) -> None:
+            clock.advance(wall_ms - clock.wall_ms())
+            coord.tick(clock.wall_ms())
+        now = clock.wall_ms()
+        # A session longer than the simulated minutes: the member stays.
+        member, gen = await _member(coord, clock, "consumers", "sub", session_ms=10 * MINUTE)
         assert coord.commit_offsets("consumers", member, None, gen,
                                     {("sub", 0): _offset(now, 1), ("other", 0): _offset(now, 2)}) \
             == {("sub", 0): E.none, ("other", 0): E.none}
         assert coord.commit_offsets("simple", "", None, -1, {("sub", 0): _offset(now, 3)}) \
             == {("sub", 0): E.none}
-        # The member stays alive across the simulated minutes (as if it heartbeated).
-        coord.groups["consumers"].members[member].deadline_ms = now + 10 * MINUTE
-        coord.tick(now + MINUTE - 1000)
+        tick_at(now + MINUTE - 1000)
         assert len(coord.fetch_offsets("consumers", None)[1]) == 2
         # A minute after their commit: a Stable group keeps what it subscribes to; the simple
         # consumer's group (no protocol type) loses its offsets and dies.
-        coord.tick(now + MINUTE + 1)
+        tick_at(now + MINUTE + 1)
         assert [tp for tp, _ in coord.fetch_offsets("consumers", None)[1]] == [("sub", 0)]
         assert "simple" not in coord.groups
         # An Empty group keeps its offsets for the retention period after it emptied.
         assert coord.leave_group("consumers", [(member, None, None)]) == (E.none, [E.none])
         emptied = coord.groups["consumers"].state_ms
         assert coord.groups["consumers"].state == GroupState.EMPTY
-        coord.tick(emptied + MINUTE - 1)
+        tick_at(emptied + MINUTE - 1)
         assert coord.fetch_offsets("consumers", None)[1]
-        coord.tick(emptied + MINUTE + 1)
+        tick_at(emptied + MINUTE + 1)
         assert coord.fetch_offsets("consumers", None) == (E.none, [])
         assert coord.describe_group("consumers") == (E.none, None)
-    finally:
-        b.close()
-
-
-async def test_sessions_and_pending_members_expire_on_tick(tmp_path):
-    # (A long retention check, or the emptied group, having no offsets, would be removed.)
-    b = await _broker(tmp_path, **{"offsets.retention.check.interval.ms": "600000"})
-    try:
-        coord = b.extensions["groups"]
-        member, gen = await _member(coord, "g", "t", session_ms=6000)
-        pending = await coord.join_group("g", "", None, True, False, "late", "/127.0.0.1",
-                                         10000, 6000, "consumer", [("range", b"")], None)
-        assert pending.error == E.member_id_required
-        now = coord.now_ms()
-        coord.tick(now + 3000)
-        assert coord.heartbeat("g", member, None, gen) == E.none
-        assert coord.groups["g"].pending_members
-        coord.tick(coord.now_ms() + 7000)  # no heartbeat for longer than the session
-        group = coord.groups["g"]
-        assert not group.members and not group.pending_members
-        assert group.state == GroupState.EMPTY and group.generation == gen + 1
-        assert coord.heartbeat("g", member, None, gen) == E.unknown_member_id
     finally:
         b.close()
 
@@ -140,15 +126,15 @@ async def test_sessions_and_pending_members_expire_on_tick(tmp_path):
 async def test_coordinator_loading_answers_load_in_progress(tmp_path):
     b = await _broker(tmp_path)
     b.create_topic("t", 1)
-    coord = b.extensions["groups"]
-    now = coord.now_ms()
+    coord = b.groups
+    now = coord.wall_ms()
     for i in range(200):
         coord.commit_offsets(f"group-{i}", "", None, -1, {("t", 0): _offset(now, i)})
     b.close()
 
     b = await _broker(tmp_path)  # a running event loop: the replay runs in the background
     try:
-        coord = b.extensions["groups"]
+        coord = b.groups
         assert coord.loading
         assert coord.fetch_offsets("group-7", None) == (E.coordinator_load_in_progress, [])
         assert coord.commit_offsets("group-7", "", None, -1, {("t", 0): _offset(now, 1)}) \
@@ -171,7 +157,7 @@ async def test_coordinator_loading_answers_load_in_progress(tmp_path):
 async def test_initial_rebalance_delay_gathers_members(tmp_path):
     b = await _broker(tmp_path, **{"group.initial.rebalance.delay.ms": "300"})
     try:
-        coord = b.extensions["groups"]
+        coord = b.groups
         group = f"delayed-{uuid.uuid4().hex[:6]}"
         joins = []
         for name in ("a", "b", "c"):

@@ -22,7 +22,7 @@ async def handle(ctx, req):
     v = ctx.api_version
     b = ctx.broker
     coord = b.groups
-    now = coord.now_ms()
+    now = coord.wall_ms()
     retention = to_ms(req.retention_time) if hasattr(req, "retention_time") else -1
     expire = now + retention if retention >= 0 else -1
     answers: dict[tuple[str, int], ErrorCode] = {}

@@ -1,0 +1,98 @@
+# What the halves of the group coordinator share: the groups of this broker, the settings
+# they are checked against, the injected clock, and the writes of group metadata to
+# __consumer_offsets. groups_join.py, groups_membership.py and offsets.py are written against
+# this class and never import the coordinator (groups_coordinator.py), which extends it with
+# the lifecycle and the API entry points: imports point one way, down to here.
+#
+# Time: every deadline and timer uses clock.monotonic_ms()/call_later, so a step of the
+# wall clock moves none of them; wall_ms() is only for what Kafka stores or shows as a time
+# of day (commit and group-state timestamps, offsets retention, which Kafka bases on those).
+from __future__ import annotations
+
+from typing import Any
+
+from ..clock import Clock
+from ..wire.errors import ErrorCode
+from .groups import Group
+from .offsets_log import OffsetsLog
+from .offsets_records import GroupValue, MemberValue, group_key, group_value
+
+E = ErrorCode
+
+
+class StoreError(Exception):
+    """A group or offset write to __consumer_offsets failed; `code` is the client's error."""
+
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def store_error(e: Exception) -> StoreError:
+    """Kafka's maybeConvertOffsetCommitError: a failed local write means this broker cannot
+    act as coordinator right now; an oversized batch is an unknown server error."""
+    if isinstance(e, OSError):  # the log's StorageError included
+        return StoreError(E.not_coordinator, str(e))
+    return StoreError(E.unknown_server_error, str(e))
+
+
+class GroupRegistry:
+    def __init__(self, config: Any, store: OffsetsLog, clock: Clock):
+        self.min_session_ms: int = config["group.min.session.timeout.ms"]
+        self.max_session_ms: int = config["group.max.session.timeout.ms"]
+        self.max_group_size: int = config["group.max.size"]
+        self.initial_delay_ms: int = config["group.initial.rebalance.delay.ms"]
+        self.metadata_max_bytes: int = config["offset.metadata.max.bytes"]
+        self.retention_ms: int = config["offsets.retention.minutes"] * 60_000
+        self.retention_check_ms: int = config["offsets.retention.check.interval.ms"]
+        self.store = store
+        self.clock = clock
+        self.groups: dict[str, Group] = {}
+        self.loading = False
+        self.closed = False
+
+    def wall_ms(self) -> int:
+        return self.clock.wall_ms()
+
+    def check_status(self, group_id: str | None, allow_empty_id: bool) -> ErrorCode | None:
+        """Kafka's validateGroupStatus. OffsetCommit/OffsetFetch/DescribeGroups/DeleteGroups
+        accept the empty group id (for old clients); the membership APIs do not."""
+        if group_id is None or (not group_id and not allow_empty_id):
+            return E.invalid_group_id
+        if self.closed:
+            return E.coordinator_not_available
+        if self.loading:
+            return E.coordinator_load_in_progress
+        return None
+
+    def add_group(self, group_id: str) -> Group:
+        group = Group(group_id, self.wall_ms())
+        self.groups[group_id] = group
+        return group
+
+    def remove_group(self, group: Group) -> None:
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    def is_current(self, group: Group) -> bool:
+        """False once `group` was removed (or replaced): its timers then do nothing."""
+        return not self.closed and self.groups.get(group.group_id) is group
+
+    def group_value(self, group: Group, assignment: dict[str, bytes] | None) -> GroupValue:
+        members = []
+        if assignment is not None and group.protocol_name is not None:
+            members = [MemberValue(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                   m.rebalance_timeout_ms, m.session_timeout_ms,
+                                   m.metadata(group.protocol_name),
+                                   assignment.get(m.member_id, b""))
+                       for m in group.members.values()]
+        return GroupValue(group.protocol_type or "", group.generation, group.protocol_name,
+                          group.leader_id, group.state_ms if group.state_ms else -1, members)
+
+    def store_group(self, group: Group, assignment: dict[str, bytes]) -> None:
+        value = group_value(self.group_value(group, assignment))
+        try:
+            self.store.append(group.group_id, [(group_key(group.group_id), value)],
+                              self.wall_ms())
+        except (OSError, ValueError) as e:
+            raise store_error(e) from e
