@@ -45,7 +45,9 @@ class BrokerProcess:
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafkalite-")
         self.port = port or free_port()
         self.settings = {**TEST_SETTINGS, **(settings or {})}
-        self.log_path = log_path or os.path.join(self.data_dir, "broker.log")
+        # Hidden, so that a fresh data directory holding only this log still counts as empty
+        # (kafkalite refuses a non-empty directory without meta.properties).
+        self.log_path = log_path or os.path.join(self.data_dir, ".broker.log")
         self.proc: subprocess.Popen | None = None
 
     @property

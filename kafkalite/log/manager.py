@@ -1,12 +1,17 @@
 # The log manager: every topic and partition on disk, their metadata and configs.
 #
 # Layout under the data directory (log.dirs, first entry):
+#   .lock                           flock'ed by the broker using the directory (datadir.py)
 #   meta.properties                 cluster.id and node.id, as Kafka writes them
-#   <topic>-<partition>/            one directory per partition (segments, indexes)
+#   <topic>-<partition>/            one directory per partition (segments, indexes) with
+#                                   Kafka's partition.metadata naming its topic id
 #   .kafkalite/topics/<topic>.json  topic id, partition count, config overrides
 #   .kafkalite_cleanshutdown        present only after a clean shutdown
-# A topic exists once its metadata file exists (written atomically); partition directories
-# without one are leftovers of an interrupted create or delete and are removed at start.
+# A topic exists once its metadata file exists (written atomically). Nothing else in the
+# directory is deleted but kafkalite's own `*-delete` directories (deleted topics): a partition
+# directory of an unknown topic (its metadata file lost, an interrupted create) or anything
+# else is left alone with a warning, and one whose partition.metadata names another topic id
+# is renamed aside (`*-stray`, as Kafka) when its name is needed, never adopted.
 from __future__ import annotations
 
 import json
@@ -23,6 +28,7 @@ from typing import Any, Iterator
 from ..config import TOPIC_PROP_MAP, BrokerConfig, ConfigError, parse_topic_value
 from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
+from . import datadir
 from .partition import LogConfig, PartitionLog
 
 log = logging.getLogger("kafkalite.log")
@@ -67,12 +73,27 @@ class LogManager:
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.cluster_id = ""
         self.was_clean = True
+        self._lock: datadir.DirLock | None = None
 
     # --- startup and shutdown -------------------------------------------------------------
 
     def open(self) -> None:
+        os.makedirs(self.data_dir, exist_ok=True)
+        # Checked before the lock is taken, so that a refused directory is left without even a
+        # .lock file. A kafkalite starting meanwhile cannot make the check wrong: it writes
+        # meta.properties (atomically) before anything that is not hidden.
+        datadir.refuse_foreign(self.data_dir)
+        self._lock = datadir.DirLock(self.data_dir)
+        try:
+            self._load()
+        except BaseException:
+            self._lock.release()  # a failed start leaves the directory free
+            raise
+
+    def _load(self) -> None:
+        self.cluster_id = datadir.load_meta_properties(
+            self.data_dir, self.config["cluster.id"], self.config.node_id)
         os.makedirs(self.meta_dir, exist_ok=True)
-        self._load_meta_properties()
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
         has_data = any(n.endswith(".json") for n in os.listdir(self.meta_dir))
         self.was_clean = os.path.exists(marker) or not has_data
@@ -89,54 +110,85 @@ class LogManager:
                           internal=meta.get("internal", False))
             lc = self.log_config(topic.configs)
             for p in range(meta["partitions"]):
-                topic.partitions.append(PartitionLog(self._pdir(topic.name, p), topic.name, p,
-                                                     lc, recover=not self.was_clean))
+                topic.partitions.append(self._open_partition(topic, p, lc, known=True,
+                                                             recover=not self.was_clean))
             self._register(topic)
-        self._remove_orphans()
+        self._scan_data_dir()
         if os.path.exists(marker):
-            os.unlink(marker)  # from here on, a crash is an unclean shutdown
+            # From here on a crash is an unclean shutdown, also after a power failure.
+            datadir.unlink_durably(marker)
         log.info("Loaded %d topics from %s in %.3fs (%s)", len(self.topics), self.data_dir,
                  time.monotonic() - t0, "clean" if self.was_clean else "recovered")
 
-    def _load_meta_properties(self) -> None:
-        path = os.path.join(self.data_dir, "meta.properties")
-        props: dict[str, str] = {}
-        if os.path.exists(path):
-            with open(path) as f:
-                for line in f:
-                    if "=" in line and not line.startswith("#"):
-                        k, v = line.strip().split("=", 1)
-                        props[k] = v
-        configured = self.config["cluster.id"]
-        if configured and props.get("cluster.id") and props["cluster.id"] != configured:
-            raise ConfigError(f"cluster.id {configured} does not match {props['cluster.id']} "
-                              f"stored in {path}")
-        self.cluster_id = props.get("cluster.id") or configured or _new_cluster_id()
-        props.update({"version": "1", "cluster.id": self.cluster_id,
-                      "node.id": str(self.config.node_id)})
-        body = "".join(f"{k}={v}\n" for k, v in props.items())
-        atomic_write(path, body.encode())
+    def _open_partition(self, topic: Topic, p: int, lc: LogConfig, known: bool,
+                        recover: bool = False) -> PartitionLog:
+        """The partition's log in `<topic>-<p>`. A directory there is adopted only when its
+        partition.metadata names this topic, or, for a topic loaded from its metadata file
+        (`known`), when it has none (written by a kafkalite before partition.metadata, or
+        lost): anything else is renamed aside, never deleted."""
+        directory = self._pdir(topic.name, p)
+        found = datadir.read_partition_metadata(directory)
+        if found != topic.topic_id and (found is not None or not known) \
+                and os.path.isdir(directory):
+            aside = datadir.set_aside_name(directory, "stray")
+            log.warning("Partition directory %s is not topic %s's (%s): renamed to %s",
+                        directory, topic.name,
+                        f"its partition.metadata names topic id {datadir.uuid_b64(found)}"
+                        if found else "it has no partition.metadata", aside)
+            os.rename(directory, aside)
+        part = PartitionLog(directory, topic.name, p, lc, recover=recover)
+        if found != topic.topic_id:
+            datadir.write_partition_metadata(directory, topic.topic_id)
+        return part
 
-    def _remove_orphans(self) -> None:
-        for name in os.listdir(self.data_dir):
+    def _scan_data_dir(self) -> None:
+        """Remove leftovers of deleted topics; leave everything unknown alone, saying so."""
+        doomed = []
+        for name in sorted(os.listdir(self.data_dir)):
             full = os.path.join(self.data_dir, name)
-            if not os.path.isdir(full) or name.startswith("."):
+            if name.startswith(".") or name == datadir.LOST_FOUND or not os.path.isdir(full):
+                continue
+            kind = datadir.is_set_aside(name)
+            if kind == "delete":
+                doomed.append(full)
                 continue
             topic, _, part = name.rpartition("-")
-            if not part.isdigit() or topic not in self.topics \
-                    or int(part) >= len(self.topics[topic].partitions):
-                log.warning("Removing orphaned partition directory %s", full)
-                shutil.rmtree(full, ignore_errors=True)
+            known = self.topics.get(topic)
+            if kind is None and part.isdigit() and known is not None \
+                    and int(part) < len(known.partitions):
+                continue
+            log.warning("Leaving %s alone: %s", full, self._whose(full, kind))
+        if doomed:
+            log.info("Removing %d directories of deleted topics", len(doomed))
+            _remove_in_background(doomed, "delete-leftovers")
+
+    def _whose(self, directory: str, kind: str | None) -> str:
+        if kind == "stray":
+            return "set aside, its partition.metadata names another topic id"
+        found = datadir.read_partition_metadata(directory)
+        if found is None:
+            return "not a partition of a known topic"
+        topic = self.by_id.get(found)
+        if topic is not None:
+            return (f"a partition of topic {topic.name}, beyond its {len(topic.partitions)} "
+                    "partitions")
+        return (f"a partition of topic id {datadir.uuid_b64(found)}, not a known topic "
+                "(deleted, or its .kafkalite/topics/<topic>.json is lost)")
 
     def close(self, clean: bool = True) -> None:
-        for topic in self.topics.values():
-            for p in topic.partitions:
-                try:
-                    p.flush()
-                finally:
-                    p.close()
-        if clean:
-            atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), b"")
+        try:
+            for topic in self.topics.values():
+                for p in topic.partitions:
+                    try:
+                        p.flush()
+                    finally:
+                        p.close()
+            # Only the broker holding the lock may say that the directory was left clean.
+            if clean and self._lock is not None and self._lock.held:
+                atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), b"")
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -233,7 +285,7 @@ class LogManager:
         topic = Topic(name, uuid.uuid4(), checked, internal=internal)
         lc = self.log_config(checked)
         for p in range(partitions):
-            topic.partitions.append(PartitionLog(self._pdir(name, p), name, p, lc))
+            topic.partitions.append(self._open_partition(topic, p, lc, known=False))
         self._write_meta(topic)
         self._register(topic)
         log.info("Created topic %s with %d partitions", name, partitions)
@@ -243,7 +295,7 @@ class LogManager:
         topic = self.topics[name]
         lc = self.log_config(topic.configs)
         for p in range(len(topic.partitions), total):
-            topic.partitions.append(PartitionLog(self._pdir(name, p), name, p, lc))
+            topic.partitions.append(self._open_partition(topic, p, lc, known=False))
         self._write_meta(topic)
 
     def delete_topic(self, name: str) -> Topic:
@@ -255,15 +307,14 @@ class LogManager:
             p.close()
             # As Kafka: rename to <dir>.<id>-delete at once (the name is free for a new
             # topic), remove the files in the background so a large topic does not stall
-            # every connection; a leftover is removed at the next start (_remove_orphans).
-            target = f"{p.directory}.{uuid.uuid4().hex}-delete"
+            # every connection; a leftover is removed at the next start (_scan_data_dir).
+            target = datadir.set_aside_name(p.directory, "delete")
             try:
                 os.rename(p.directory, target)
                 doomed.append(target)
             except OSError:
                 doomed.append(p.directory)
-        threading.Thread(target=_remove_dirs, args=(doomed,), name="delete-" + name,
-                         daemon=True).start()
+        _remove_in_background(doomed, "delete-" + name)
         log.info("Deleted topic %s", name)
         return topic
 
@@ -277,11 +328,10 @@ class LogManager:
             p.maybe_flush_by_time(now_ms)
 
 
+def _remove_in_background(paths: list[str], name: str) -> None:
+    threading.Thread(target=_remove_dirs, args=(paths,), name=name, daemon=True).start()
+
+
 def _remove_dirs(paths: list[str]) -> None:
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def _new_cluster_id() -> str:
-    import base64
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
