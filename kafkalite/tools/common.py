@@ -78,13 +78,15 @@ def check_code(code: int, message: str | None = None) -> None:
 
 
 def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts",
-               timeout_default: int = 10000) -> None:
+               timeout_default: int = 10000, timeout_help: str | None = None) -> None:
+    """--bootstrap-server, --timeout and --json; a custom timeout_help lets --timeout be 0."""
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                         help=f"broker(s) to connect to, comma-separated "
                              f"(default {DEFAULT_BOOTSTRAP})")
-    parser.add_argument("--timeout", type=positive_int, default=timeout_default, metavar="MS",
-                        help=f"connect and request timeout in milliseconds "
-                             f"(default {timeout_default})")
+    parser.add_argument("--timeout", type=non_negative_int if timeout_help else positive_int,
+                        default=timeout_default, metavar="MS",
+                        help=(timeout_help or "connect and request timeout in milliseconds")
+                        + f" (default {timeout_default})")
     parser.add_argument("--json", action="store_true", help=json_help)
 
 
