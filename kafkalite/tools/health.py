@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import socket
 import struct
 import time
@@ -80,6 +79,7 @@ class _Connection:
 
 
 def _call(conn: _Connection, api_key: int, version: int, **fields):
+    import dataclasses
     from kio.serial import entity_reader
     from ..wire.codec import encode, request_class, response_class
     cls = request_class(api_key, version)

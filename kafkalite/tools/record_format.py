@@ -12,7 +12,6 @@
 # length fields always tell them apart (-1 for null, 0 for empty). --json prints null.
 from __future__ import annotations
 
-import base64
 import struct
 from typing import Callable
 
@@ -30,6 +29,7 @@ def encoder(name: str) -> Callable[[bytes], str]:
     if name == "hex":
         return bytes.hex
     if name == "base64":
+        import base64
         return lambda data: base64.b64encode(data).decode("ascii")
     return lambda data: data.decode("utf-8", "backslashreplace")
 

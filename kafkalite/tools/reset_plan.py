@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
 from .common import CliError, kafka_error, non_negative_int
 from .topics import require_topic
@@ -40,6 +39,7 @@ def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_datetime(text: str) -> int:
     """Milliseconds since the epoch of an ISO 8601 date-time."""
+    from datetime import datetime
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
