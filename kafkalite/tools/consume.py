@@ -20,7 +20,7 @@ import argparse
 import sys
 import time
 
-from .common import (CliError, add_command, check_reachable, client_settings, kafka_error,
+from .common import (add_command, check_reachable, client_settings, kafka_error, no_answer,
                      non_negative_int, positive_int)
 from .output import decode_bytes, emit_json
 from .record_format import ENCODINGS, FormatError, compile_format, encoder
@@ -106,8 +106,7 @@ def _consumer(args: argparse.Namespace):
             auto_offset_reset="earliest" if args.from_beginning else "latest",
             allow_auto_create_topics=False, fetch_max_wait_ms=_POLL_MS)
     except Errors.KafkaTimeoutError:
-        raise CliError(f"no Kafka broker answered at {args.bootstrap_server} "
-                       f"within {args.connect_ms} ms") from None
+        raise no_answer(args.bootstrap_server, args.connect_ms) from None
 
 
 def _partitions(consumer, args: argparse.Namespace) -> list:
