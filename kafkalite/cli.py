@@ -1,20 +1,18 @@
 # The `kafkalite` command. `serve` runs the broker; the operator commands (topics, groups,
 # produce, consume, health, dump-log) live in kafkalite/tools/, one module per group.
 # Argument errors are one line on stderr and exit 2, as argparse's exit code says.
+# Each command imports what it needs when it runs (client libraries, kio, the broker), so
+# that `--version`, `--help` and the light commands start in tens of milliseconds.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
-from .config import ConfigError, load_config
+from . import __version__
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # kio registers hypothesis strategies at import time whenever hypothesis is installed
-    # (test environments): ~150 ms of a broker's start for nothing a broker uses. kio falls
-    # back cleanly when the import fails, so hide it from a serving process.
-    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+    from .config import ConfigError, load_config
     try:
         cfg = load_config(args.config, args.set or ())
     except (ConfigError, OSError) as e:
@@ -42,6 +40,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kafkalite",
                      description="A lightweight Kafka-compatible broker.")
+    parser.add_argument("--version", action="version", version=f"kafkalite {__version__}")
     parser.add_argument("--log-level", default=None,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level (default INFO for serve; other commands log nothing)")
@@ -59,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # kio registers hypothesis strategies at import time whenever hypothesis is installed
+    # (test environments): ~150 ms of a broker's start, or of a command using kafkalite.wire,
+    # for nothing either uses. kio falls back cleanly when the import fails, so hide it.
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "serve" or args.log_level:
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     if not args.log_level:
         # Client libraries log their retries as warnings; a command reports one line.
+        import logging
         logging.getLogger().addHandler(logging.NullHandler())
     from .tools.common import run
     return run(args.func, args)

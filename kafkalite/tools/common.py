@@ -78,13 +78,15 @@ def check_code(code: int, message: str | None = None) -> None:
 
 
 def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts",
-               timeout_default: int = 10000) -> None:
+               timeout_default: int = 10000, timeout_help: str | None = None) -> None:
+    """--bootstrap-server, --timeout and --json; a custom timeout_help lets --timeout be 0."""
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                         help=f"broker(s) to connect to, comma-separated "
                              f"(default {DEFAULT_BOOTSTRAP})")
-    parser.add_argument("--timeout", type=positive_int, default=timeout_default, metavar="MS",
-                        help=f"connect and request timeout in milliseconds "
-                             f"(default {timeout_default})")
+    parser.add_argument("--timeout", type=non_negative_int if timeout_help else positive_int,
+                        default=timeout_default, metavar="MS",
+                        help=(timeout_help or "connect and request timeout in milliseconds")
+                        + f" (default {timeout_default})")
     parser.add_argument("--json", action="store_true", help=json_help)
 
 
@@ -157,20 +159,31 @@ def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
     return out
 
 
+def no_answer(servers: str, timeout_ms: int) -> CliError:
+    """The one wording of every command for a broker that accepted but did not answer."""
+    return CliError(f"no Kafka broker answered at {servers} within {timeout_ms} ms")
+
+
+def cannot_connect(failures: list[tuple[str, int, OSError]]) -> CliError:
+    """The one wording of every command for servers that refused or ignored a connection."""
+    return CliError("cannot connect to " + "; ".join(f"{host}:{port}: {e.strerror or e}"
+                                                     for host, port, e in failures))
+
+
 def check_reachable(servers: str, timeout_s: float) -> None:
     """Fail at once when no bootstrap server accepts a TCP connection.
 
     kafka-python would otherwise retry until its bootstrap timeout, and report only a
     timeout; a refused connection is known in milliseconds and deserves its own words.
     """
-    errors = []
+    failures = []
     for host, port in parse_bootstrap(servers):
         try:
             with socket.create_connection((host, port), timeout=min(timeout_s, 5.0)):
                 return
         except OSError as e:
-            errors.append(f"{host}:{port}: {e.strerror or e}")
-    raise CliError("cannot connect to " + "; ".join(errors))
+            failures.append((host, port, e))
+    raise cannot_connect(failures)
 
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -192,8 +205,7 @@ def open_admin(args: argparse.Namespace):
     try:
         return KafkaAdminClient(**client_settings(args))
     except Errors.KafkaTimeoutError:
-        raise CliError(f"no Kafka broker answered at {args.bootstrap_server} "
-                       f"within {args.timeout} ms") from None
+        raise no_answer(args.bootstrap_server, args.timeout) from None
 
 
 def send(admin, request, node_id: int | None = None):

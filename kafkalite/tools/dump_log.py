@@ -7,6 +7,9 @@
 # Reading stops at the first batch that does not fit the file (a torn tail, which the
 # broker's recovery truncates) and reports the bytes left over, as Kafka does. A bad CRC
 # does not stop the walk: the batch is reported with crcValid false and decoded if it can be.
+# A file that is not a segment (another suffix, or a .log that does not begin with a record
+# batch: an unknown magic byte or a negative length) is an error, not a dump of noise. The
+# text dump of a .log ends with its count of batches and records ("0 batches" when empty).
 from __future__ import annotations
 
 import argparse
@@ -24,6 +27,8 @@ _MARKER_VALUE = struct.Struct(">hi")
 _MARKERS = {0: "ABORT", 1: "COMMIT"}
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
+_KINDS = (".log", ".index", ".timeindex")
+_FIRST = struct.Struct(">qi")  # baseOffset, batchLength
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,9 +44,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=_dump)
 
 
-def _base_offset(path: str) -> int:
-    stem = os.path.basename(path).split(".")[0]
-    return int(stem) if stem.isdigit() else 0
+def _base_offset(path: str, kind: str) -> int:
+    """The base offset a segment's name gives; an index needs it to read its entries."""
+    stem = os.path.basename(path)[:-len(kind)]
+    if stem.isdigit():
+        return int(stem)
+    if kind != ".log":
+        raise CliError(f"{path} is not a segment index: its name must be the base offset, "
+                       f"like 00000000000000000000{kind}")
+    return 0
+
+
+def _check_kind(path: str) -> str:
+    kind = os.path.splitext(path)[1]
+    if kind not in _KINDS:
+        raise CliError(f"{path} is not a segment file: expected a .log, .index or "
+                       f".timeindex file")
+    return kind
+
+
+def _check_first_batch(path: str, buf) -> None:
+    """Refuse a .log whose first bytes cannot begin a record batch of any message format.
+
+    A batch cut short (a torn tail, even at position 0) is still a segment's content.
+    """
+    if len(buf) <= _MAGIC_AT:
+        return
+    _base, length = _FIRST.unpack_from(buf, 0)
+    magic = buf[_MAGIC_AT]
+    if length < 0 or magic > 2:
+        raise CliError(f"{path} is not a log segment: no record batch at position 0 "
+                       f"(batch length {length}, magic byte {magic})")
 
 
 def _cut(data: bytes | None, limit: int | None) -> str | None:
@@ -163,6 +196,7 @@ def _shown(value: str | None) -> str:
 
 def _dump_one(path: str, args: argparse.Namespace) -> None:
     limit = args.max_value_chars or None
+    kind = _check_kind(path)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -170,16 +204,17 @@ def _dump_one(path: str, args: argparse.Namespace) -> None:
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
     try:
-        base = _base_offset(path)
-        kind = os.path.splitext(path)[1]
+        base = _base_offset(path, kind)
         if kind in (".index", ".timeindex"):
             items = _index_entries(buf, base, kind == ".timeindex")
         else:
+            _check_first_batch(path, buf)
             items = _batches(buf, limit, not args.batches_only)
         if not args.json:
             print(f"Dumping {path}")
             if kind not in (".index", ".timeindex"):
                 print(f"Log starting offset: {base}")
+        batches = records = 0
         for item in items:
             if args.json:
                 emit_json({"file": path, **item}, lines=True)
@@ -189,6 +224,12 @@ def _dump_one(path: str, args: argparse.Namespace) -> None:
                 print(f"timestamp: {item['timestamp']} offset: {item['offset']}")
             else:
                 print("\n".join(_text_batch(item)))
+                if "base_offset" in item:
+                    batches += 1
+                    records += item.get("count", 0)
+        if kind == ".log" and not args.json:
+            print(f"{batches} {'batch' if batches == 1 else 'batches'}, "
+                  f"{records} {'record' if records == 1 else 'records'}")
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()

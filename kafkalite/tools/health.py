@@ -8,15 +8,18 @@
 # list means "no topics": the probe asks for brokers only and never auto-creates a topic).
 # Healthy means: both answered, the ApiVersions error code is 0 and Metadata lists at
 # least one broker.
+#
+# --timeout bounds the whole probe of a server, connect included. Failures are worded as
+# every other command words them (common.cannot_connect, common.no_answer), so a script
+# that reads `kafkalite topics list` errors reads these too.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import socket
 import struct
 import time
 
-from .common import CliError, add_command, parse_bootstrap
+from .common import CliError, add_command, cannot_connect, no_answer, parse_bootstrap
 from .output import emit_json
 
 API_VERSIONS, METADATA = 18, 3
@@ -80,6 +83,7 @@ class _Connection:
 
 
 def _call(conn: _Connection, api_key: int, version: int, **fields):
+    import dataclasses
     from kio.serial import entity_reader
     from ..wire.codec import encode, request_class, response_class
     cls = request_class(api_key, version)
@@ -96,7 +100,10 @@ def probe(host: str, port: int, timeout_s: float) -> dict:
     for key, v in ((API_VERSIONS, 3), (API_VERSIONS, 0), (METADATA, METADATA_VERSIONS[1])):
         request_class(key, v), response_class(key, v)  # load kio before the clock starts
     start = time.monotonic()
-    conn = _Connection(host, port, start + timeout_s)
+    try:
+        conn = _Connection(host, port, start + timeout_s)
+    except OSError as e:  # refused, or not accepted in time
+        raise cannot_connect([(host, port, e)]) from None
     try:
         av_version = 3
         versions = _call(conn, API_VERSIONS, av_version,
@@ -105,22 +112,24 @@ def probe(host: str, port: int, timeout_s: float) -> dict:
             av_version = 0
             versions = _call(conn, API_VERSIONS, av_version)
         if versions.error_code != 0:
-            raise CliError(f"ApiVersions answered error code {int(versions.error_code)}")
+            raise CliError(f"{host}:{port} answered ApiVersions with error code "
+                           f"{int(versions.error_code)}")
         ranges = {int(k.api_key): (int(k.min_version), int(k.max_version))
                   for k in versions.api_keys}
         if METADATA not in ranges:
-            raise CliError("the broker does not offer the Metadata API")
+            raise CliError(f"{host}:{port} does not offer the Metadata API")
         low, high = ranges[METADATA]
         version = min(high, METADATA_VERSIONS[1])
         if version < max(low, METADATA_VERSIONS[0]):
-            raise CliError(f"no common Metadata version (broker offers v{low}-v{high})")
+            raise CliError(f"no common Metadata version with {host}:{port} "
+                           f"(it offers v{low}-v{high})")
         meta = _call(conn, METADATA, version, topics=(), allow_auto_topic_creation=False,
                      include_cluster_authorized_operations=False,
                      include_topic_authorized_operations=False)
     finally:
         conn.close()
     if not meta.brokers:
-        raise CliError("Metadata lists no brokers")
+        raise CliError(f"{host}:{port} answered Metadata with no brokers")
     return {"server": f"{host}:{port}", "healthy": True,
             "api_versions_version": av_version,
             "metadata_version": version, "cluster_id": getattr(meta, "cluster_id", None),
@@ -134,12 +143,15 @@ def _health(args: argparse.Namespace) -> int:
     for host, port in parse_bootstrap(args.bootstrap_server):
         try:
             reports.append(probe(host, port, args.timeout / 1000))
-        except CliError as e:
-            raise CliError(f"{host}:{port}: {e.message}") from None
-        except OSError as e:  # refused, reset, timed out
-            raise CliError(f"{host}:{port}: {e.strerror or e or type(e).__name__}") from None
+        except CliError:
+            raise
+        except TimeoutError:
+            raise no_answer(f"{host}:{port}", args.timeout) from None
+        except OSError as e:  # reset or closed after connecting
+            raise CliError(f"lost the connection to {host}:{port}: "
+                           f"{e.strerror or e or type(e).__name__}") from None
         except Exception as e:  # noqa: BLE001 - whatever a non-Kafka peer makes kio raise
-            raise CliError(f"{host}:{port}: malformed answer (is this a Kafka broker?): "
+            raise CliError(f"malformed answer from {host}:{port} (is this a Kafka broker?): "
                            f"{e or type(e).__name__}") from None
     if args.json:
         emit_json(reports)

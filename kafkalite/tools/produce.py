@@ -16,7 +16,7 @@ import sys
 from typing import Iterator
 
 from .common import (CliError, add_command, check_reachable, client_settings, key_value,
-                     kafka_error, non_negative_int)
+                     kafka_error, no_answer, non_negative_int)
 from .output import emit_json
 
 COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -124,8 +124,7 @@ def _producer(args: argparse.Namespace):
             # kafka-python wants delivery >= linger + request timeout
             delivery_timeout_ms=args.timeout + 5 + 1000)
     except Errors.KafkaTimeoutError:
-        raise CliError(f"no Kafka broker answered at {args.bootstrap_server} "
-                       f"within {args.timeout} ms") from None
+        raise no_answer(args.bootstrap_server, args.timeout) from None
 
 
 def _partitions(producer, args: argparse.Namespace) -> set[int]:

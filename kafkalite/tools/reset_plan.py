@@ -2,12 +2,12 @@
 # offset, following kafka-consumer-groups.sh (ConsumerGroupCommand's reset options):
 # --topic T or T:0,2 or --all-topics (the topics the group has committed offsets for);
 # --to-earliest, --to-latest, --to-current, --to-offset N, --shift-by N, --to-datetime.
-# Every target is clamped to [earliest, latest]; a datetime after the last record resolves
-# to the log end offset, as in Kafka.
+# Every target is clamped to [earliest, latest], with a warning on stderr in the words of
+# Kafka's tool; a datetime after the last record resolves to the log end offset, as in Kafka.
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
+import sys
 
 from .common import CliError, kafka_error, non_negative_int
 from .topics import require_topic
@@ -40,6 +40,7 @@ def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_datetime(text: str) -> int:
     """Milliseconds since the epoch of an ISO 8601 date-time."""
+    from datetime import datetime
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -112,5 +113,18 @@ def plan_reset(admin, args: argparse.Namespace, committed: dict) -> dict:
                 raise CliError(f"partition {tp.topic}-{tp.partition} has no committed "
                                f"offset to start from")
             target = current[tp] + (args.shift_by or 0)
-        plan[tp] = (current.get(tp), min(max(target, earliest[tp]), latest[tp]))
+        plan[tp] = (current.get(tp), _clamp(tp, target, earliest[tp], latest[tp]))
     return plan
+
+
+def _clamp(tp, offset: int, earliest: int, latest: int) -> int:
+    where = f"{tp.topic}-{tp.partition}"
+    if offset < earliest:
+        print(f"warning: New offset ({offset}) is lower than earliest offset for topic "
+              f"partition {where}. Value will be set to {earliest}", file=sys.stderr)
+        return earliest
+    if offset > latest:
+        print(f"warning: New offset ({offset}) is higher than latest offset for topic "
+              f"partition {where}. Value will be set to {latest}", file=sys.stderr)
+        return latest
+    return offset

@@ -47,6 +47,7 @@ def test_dump_segment_text_and_json(broker_process, tmp_path):
     assert records[2].endswith("headerKeys: [a, b] headers: a=1,b=2 key: bin "
                                "payload: line\\nbreak\\x01")
     assert records[3].endswith("key: null payload: " + "x" * 20 + "... (500 bytes)")
+    assert lines[-1] == "2 batches, 4 records"
 
     r = run_cli("dump-log", log, "--json", "--max-value-chars", "0")
     assert r.code == 0, r.err
@@ -86,3 +87,30 @@ def test_missing_file(tmp_path):
     missing = str(tmp_path / "nope.log")
     r = run_cli("dump-log", missing)
     assert_one_error_line(r, 1, "error: cannot read", missing)
+
+
+def test_empty_segment_says_zero_batches(tmp_path):
+    empty = tmp_path / f"{SEGMENT}.log"
+    empty.write_bytes(b"")
+    r = run_cli("dump-log", str(empty))
+    assert r.code == 0, r.err
+    assert r.out.splitlines() == [f"Dumping {empty}", "Log starting offset: 0",
+                                  "0 batches, 0 records"]
+
+
+def test_files_that_are_not_segments(tmp_path):
+    readme = os.path.join(os.path.dirname(__file__), "conftest.py")
+    garbage = tmp_path / f"{SEGMENT}.log"
+    shutil.copy(readme, garbage)
+    r = run_cli("dump-log", str(garbage))
+    assert_one_error_line(r, 1, f"error: {garbage} is not a log segment",
+                          "no record batch at position 0")
+    for name in ("leader-epoch-checkpoint", "notes.txt", "orders-0"):
+        other = tmp_path / name
+        other.write_bytes(b"0\n1\n0 0\n")
+        r = run_cli("dump-log", str(other))
+        assert_one_error_line(r, 1, f"error: {other} is not a segment file")
+    index = tmp_path / "copy.index"
+    index.write_bytes(bytes(16))
+    r = run_cli("dump-log", str(index))
+    assert_one_error_line(r, 1, f"error: {index} is not a segment index")

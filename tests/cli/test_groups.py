@@ -126,3 +126,26 @@ def test_active_group_is_refused_then_deleted(cli, kafka_broker, group_with_offs
     assert_one_error_line(r, 1, "error: GROUP_ID_NOT_FOUND:", group)
     r = cli("groups", "delete", "--group", group)
     assert_one_error_line(r, 1, "error: GROUP_ID_NOT_FOUND:", group)
+
+
+def test_reset_offsets_warns_when_it_clamps(cli, group_with_offsets):
+    topic, group = group_with_offsets
+    # partition 0 holds offsets 0-2 (log end 3), partition 1 offsets 0-1 (log end 2)
+    r = cli("groups", "reset-offsets", "--group", group, "--topic", topic, "--to-offset", "99")
+    assert r.code == 0, r.err
+    warnings = [line for line in r.err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: New offset (99) is higher than latest offset for topic partition "
+        f"{topic}-0. Value will be set to 3",
+        f"warning: New offset (99) is higher than latest offset for topic partition "
+        f"{topic}-1. Value will be set to 2"]
+    r = cli("groups", "reset-offsets", "--group", group, "--topic", f"{topic}:1",
+            "--shift-by", "-5", "--json")
+    assert r.code == 0, r.err
+    assert [(o["partition"], o["new_offset"]) for o in r.json()["offsets"]] == [(1, 0)]
+    assert r.err.splitlines()[0] == (
+        f"warning: New offset (-4) is lower than earliest offset for topic partition "
+        f"{topic}-1. Value will be set to 0")
+    # a target inside the log says nothing but the dry-run note
+    r = cli("groups", "reset-offsets", "--group", group, "--topic", topic, "--to-offset", "1")
+    assert "warning:" not in r.err and "dry run" in r.err

@@ -6,7 +6,7 @@ import time
 
 from .conftest import assert_one_error_line
 
-IDLE = ("--timeout-ms", "10000")  # a missing record fails the test instead of hanging it
+IDLE = ("--timeout", "10000")  # a missing record fails the test instead of hanging it
 
 
 def test_plain_lines_with_keys_and_headers(cli, kafka_topic):
@@ -70,9 +70,9 @@ def test_consume_stops_when_idle_and_copies_via_json(cli, kafka_topic):
     target = kafka_topic()
     assert cli("produce", "--topic", source, "--value", "one", "--value", "two",
                "--key", "K", "--header", "x=y").code == 0
-    # fewer records than asked for: --timeout-ms ends the command, successfully
+    # fewer records than asked for: --timeout ends the command, successfully
     r = cli("consume", "--topic", source, "--from-beginning", "--max-messages", "10",
-            "--timeout-ms", "1500", "--json")
+            "--timeout", "1500", "--json")
     assert r.code == 0, r.err
     assert [x["value"] for x in r.json_lines()] == ["one", "two"]
     # consume --json output is produce --format json input
