@@ -12,20 +12,21 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from .config_values import (LONG_MAX, Check, ConfigError, at_least, between, format_value,
-                            list_of, one_of, parse_value)
+                            one_of, parse_value)
 from .topic_config import (CLEANUP_POLICY, COMPRESSION_TYPE, GZIP_LEVEL, LZ4_LEVEL,
                            MESSAGE_FORMAT_VERSION, TIMESTAMP_TYPE, TOPIC_DOCS, TOPIC_PROP_MAP,
                            TOPIC_PROPS, ZSTD_LEVEL, TopicProp, parse_topic_value)
 
 log = logging.getLogger("kafkalite.config")
 
-# Re-exported: callers import these from here.
+# What callers import from here (some of it defined in config_values.py and topic_config.py).
 __all__ = ["LONG_MAX", "ConfigError", "format_value", "TOPIC_DOCS", "TOPIC_PROP_MAP",
            "TOPIC_PROPS", "TopicProp", "parse_topic_value", "Prop", "PROPS", "BROKER_PROPS",
-           "BrokerConfig", "IGNORED", "ignored_settings", "load_config", "parse_listener",
+           "BrokerConfig", "BROKER_LEVEL", "DEFAULT_LEVEL", "STATIC_LEVEL", "IGNORED",
+           "ignored_settings", "parse_prop", "load_config", "parse_listener",
            "read_properties", "env_overrides"]
 
 
@@ -138,48 +139,46 @@ PROPS: dict[str, Prop] = {p.name: p for p in BROKER_PROPS}
 # Properties kafkalite accepts and describes but does not apply, with why (COMPATIBILITY.md
 # lists them, and their topic-level synonyms in topic_config.IGNORED_TOPIC_CONFIGS). A value
 # other than the default (or the listed harmless ones) logs one warning at start.
-_CLEANER = "no log cleaner: compacted topics are not compacted"
-IGNORED: dict[str, tuple[str, tuple[Any, ...]]] = {
-    "log.roll.jitter.ms": ("segments roll without jitter", (None, 0)),
-    "log.roll.jitter.hours": ("segments roll without jitter", (0,)),
-    "log.segment.delete.delay.ms": ("deleted segments' files are removed at once", ()),
-    "log.index.size.max.bytes": ("index files grow as needed; a full index does not roll "
-                                 "the segment", ()),
-    "log.preallocate": ("segment files are not preallocated", ()),
-    "log.cleaner.delete.retention.ms": (_CLEANER, ()),
-    "log.cleaner.min.compaction.lag.ms": (_CLEANER, ()),
-    "log.cleaner.max.compaction.lag.ms": (_CLEANER, ()),
-    "log.cleaner.min.cleanable.ratio": (_CLEANER, ()),
-    "log.message.timestamp.difference.max.ms": (
-        "deprecated; use log.message.timestamp.before/after.max.ms", ()),
-    "log.message.format.version": ("deprecated; ignored as by Kafka 3.x", ()),
-    "log.message.downconversion.enable": ("records are never down-converted", ()),
-    "compression.type": ("batches are stored as the producer compressed them", ()),
-    "compression.gzip.level": ("no broker-side recompression", ()),
-    "compression.lz4.level": ("no broker-side recompression", ()),
-    "compression.zstd.level": ("no broker-side recompression", ()),
-    "min.insync.replicas": ("one replica: acks=all is never refused with "
-                            "NOT_ENOUGH_REPLICAS", ()),
-    "socket.send.buffer.bytes": ("the operating system's socket buffer sizes are used", ()),
-    "socket.receive.buffer.bytes": ("the operating system's socket buffer sizes are used", ()),
-    "num.network.threads": ("one event loop serves every connection", ()),
-    "num.io.threads": ("one event loop serves every request", ()),
-    "offsets.topic.replication.factor": ("one broker, one replica", ()),
-    "transaction.state.log.replication.factor": ("no transactions", ()),
-    "transaction.state.log.min.isr": ("no transactions", ()),
-    "transactional.id.expiration.ms": ("no transactions", ()),
-    "fetch.max.bytes": ("a Fetch response is bounded by the request's max_bytes only", ()),
-    "process.roles": ("always one combined broker and controller", ()),
-    "inter.broker.protocol.version": ("no inter-broker protocol", ()),
+_IGNORED_WHY: dict[str, tuple[str, ...]] = {
+    "segments roll without jitter": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "deleted segments' files are removed at once": ("log.segment.delete.delay.ms",),
+    "index files grow as needed; a full index does not roll the segment":
+        ("log.index.size.max.bytes",),
+    "segment files are not preallocated": ("log.preallocate",),
+    "no log cleaner: compacted topics are not compacted": (
+        "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio"),
+    "deprecated; use log.message.timestamp.before/after.max.ms":
+        ("log.message.timestamp.difference.max.ms",),
+    "deprecated; ignored as by Kafka 3.x": ("log.message.format.version",),
+    "records are never down-converted": ("log.message.downconversion.enable",),
+    "batches are stored as the producer compressed them": (
+        "compression.type", "compression.gzip.level", "compression.lz4.level",
+        "compression.zstd.level"),
+    "one replica: acks=all is never refused with NOT_ENOUGH_REPLICAS": ("min.insync.replicas",),
+    "the operating system's socket buffer sizes are used": (
+        "socket.send.buffer.bytes", "socket.receive.buffer.bytes"),
+    "one event loop serves every connection and request": (
+        "num.network.threads", "num.io.threads"),
+    "one broker, one replica": ("offsets.topic.replication.factor",),
+    "no transactions": ("transaction.state.log.replication.factor",
+                        "transaction.state.log.min.isr", "transactional.id.expiration.ms"),
+    "a Fetch response is bounded by the request's max_bytes only": ("fetch.max.bytes",),
+    "always one combined broker and controller": ("process.roles",),
+    "no inter-broker protocol": ("inter.broker.protocol.version",),
 }
+IGNORED: dict[str, str] = {name: why for why, names in _IGNORED_WHY.items() for name in names}
+# Values that do what kafkalite does anyway, so they need no warning.
+_HARMLESS: dict[str, tuple[Any, ...]] = {"log.roll.jitter.ms": (None, 0),
+                                         "log.roll.jitter.hours": (0,)}
 
 
 def ignored_settings(cfg: "BrokerConfig") -> list[str]:
     """`name=value (why)` for every ignored property set to a value that matters."""
     out = []
-    for name, (why, harmless) in IGNORED.items():
+    for name, why in IGNORED.items():
         value = cfg[name]
-        if value != PROPS[name].default and value not in harmless:
+        if value != PROPS[name].default and value not in _HARMLESS.get(name, ()):
             out.append(f"{name}={format_value(value)} ({why})")
     dirs = cfg["log.dirs"]
     if dirs and "," in dirs:
@@ -190,6 +189,7 @@ def ignored_settings(cfg: "BrokerConfig") -> list[str]:
 # Dynamic broker config layers (AlterConfigs on a BROKER resource), highest precedence first:
 # this node's (resource name "<node.id>") and the cluster-wide defaults (resource name "").
 BROKER_LEVEL, DEFAULT_LEVEL = "broker", "default"
+STATIC_LEVEL = "static"  # file, environment, --set
 
 
 def parse_prop(prop: Prop, raw: Any) -> Any:
@@ -237,9 +237,9 @@ class BrokerConfig:
 
     def layers(self) -> list[tuple[str, dict[str, Any]]]:
         """(level, values) from the highest precedence down: dynamic per-broker, dynamic
-        default, static ("static"); dynamic values are the raw strings."""
+        default, static; dynamic values are the raw strings."""
         return [(BROKER_LEVEL, self.dynamic[BROKER_LEVEL]),
-                (DEFAULT_LEVEL, self.dynamic[DEFAULT_LEVEL]), ("static", self.explicit)]
+                (DEFAULT_LEVEL, self.dynamic[DEFAULT_LEVEL]), (STATIC_LEVEL, self.explicit)]
 
     def __getitem__(self, key: str) -> Any:
         try:

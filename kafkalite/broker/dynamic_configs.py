@@ -106,7 +106,7 @@ def alter(broker, level: str, new: dict[str, str], validate_only: bool) -> None:
     for name in changed:
         if name in IGNORED and name in new:
             log.warning("%s=%s is kept but not applied by kafkalite: %s", name, new[name],
-                        IGNORED[name][0])
+                        IGNORED[name])
 
 
 def refresh_topics(broker) -> None:

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import cramjam
 
-from .records import HEADER_SIZE, TIMESTAMP_TYPE_BIT, parse_header
+from .records import HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, parse_header
 
 _XERIAL = b"\x82SNAPPY\x00"
 _I32 = struct.Struct(">i")
@@ -86,11 +86,16 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def iter_records(batch: bytes) -> Iterator[Record]:
-    """Records of one v2 batch (base offset and timestamps as stored in the batch)."""
+def _records_body(batch: bytes) -> tuple[BatchHeader, bytes, bool]:
+    """The batch's header, its decompressed records, and whether it is LogAppendTime."""
     h = parse_header(batch)
     body = decompress(h.compression, bytes(batch[HEADER_SIZE:h.size]))
-    log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
+    return h, body, bool(h.attributes & TIMESTAMP_TYPE_BIT)
+
+
+def iter_records(batch: bytes) -> Iterator[Record]:
+    """Records of one v2 batch (base offset and timestamps as stored in the batch)."""
+    h, body, log_append = _records_body(batch)
     pos = 0
     for _ in range(h.records_count):
         length, pos = _varint(body, pos)
@@ -118,9 +123,7 @@ def scan_records(batch: bytes) -> Iterator[tuple[int, int, bool]]:
     """(offset delta, timestamp, has a key) of each record, skipping values and headers; a
     cheaper walk than iter_records for checks that need no more. ValueError if the records'
     framing does not add up."""
-    h = parse_header(batch)
-    body = decompress(h.compression, bytes(batch[HEADER_SIZE:h.size]))
-    log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
+    h, body, log_append = _records_body(batch)
     pos = 0
     for _ in range(h.records_count):
         length, pos = _varint(body, pos)

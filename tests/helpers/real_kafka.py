@@ -19,7 +19,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -28,10 +27,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from kafkalite.testing import BrokerProcess
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FALLBACK_ANCHOR = "/work/shared/anchors/kafka-3.8.0"
 START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 30.0
 
 
 def anchor_dir() -> str | None:
@@ -106,38 +106,31 @@ def metadata_ready(bootstrap: str, timeout: float = 2.0) -> bool:
         return False
 
 
-class RealKafka:
-    """One Apache Kafka broker process: start() (bounded wait), stop() (SIGTERM, then
-    SIGKILL), `bootstrap`."""
+class RealKafka(BrokerProcess):
+    """One Apache Kafka broker process, handled as a kafkalite BrokerProcess is (stop: SIGTERM,
+    then SIGKILL; read_log; cleanup): start() waits, bounded, until Metadata answers."""
 
     def __init__(self, data_dir: str | None = None, port: int | None = None,
                  settings: dict[str, str] | None = None):
         anchor = anchor_dir()
         if anchor is None:
             raise RuntimeError(unavailable_reason())
-        self.serve = os.path.join(anchor, "serve.sh")
+        super().__init__(data_dir=data_dir or tempfile.mkdtemp(prefix="real-kafka-"),
+                         port=port or free_port_pair())
         self._own_dir = data_dir is None
-        self.data_dir = data_dir or tempfile.mkdtemp(prefix="real-kafka-")
-        self.port = port or free_port_pair()
-        self.settings = dict(settings or {})
-        self.proc: subprocess.Popen | None = None
+        self.serve = os.path.join(anchor, "serve.sh")
+        self.settings = dict(settings or {})  # Kafka's own: none of kafkalite's test settings
+        self.log_path = os.path.join(self.data_dir, "serve.out")
 
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def log_path(self) -> str:
-        return os.path.join(self.data_dir, "serve.out")
+    def command(self) -> list[str]:
+        # serve.sh execs the JVM: the process started is the broker itself.
+        return [self.serve, str(self.port), self.data_dir,
+                *(f"{k}={v}" for k, v in self.settings.items())]
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "RealKafka":
-        args = [self.serve, str(self.port), self.data_dir]
-        args += [f"{k}={v}" for k, v in self.settings.items()]
-        os.makedirs(self.data_dir, exist_ok=True)
         with open(self.log_path, "ab") as out:
-            # Its own session, so that a stop reaches the JVM even if a wrapper survives.
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -149,40 +142,6 @@ class RealKafka:
         self.stop()
         raise RuntimeError(f"Kafka did not answer Metadata within {timeout:.0f} s:\n"
                            + self.read_log()[-4000:])
-
-    def read_log(self) -> str:
-        try:
-            with open(self.log_path, encoding="utf-8", errors="replace") as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
-
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout)
-        return proc.returncode
-
-    def cleanup(self) -> None:
-        self.stop()
-        if self._own_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> "RealKafka":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.cleanup()
 
 
 def eventually(probe: Callable[[], Any], accept: Callable[[Any], bool],

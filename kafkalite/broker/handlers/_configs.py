@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from ...config import (BROKER_LEVEL, DEFAULT_LEVEL, PROPS, TOPIC_DOCS, TOPIC_PROP_MAP,
-                       TOPIC_PROPS, BrokerConfig, ConfigError, format_value)
+from ...config import (BROKER_LEVEL, DEFAULT_LEVEL, PROPS, STATIC_LEVEL, TOPIC_DOCS,
+                       TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig, ConfigError, format_value)
 from ...log.manager import validate_topic_name
 from ...topic_config import check_topic_configs
 from ...wire.codec import response_class
@@ -38,7 +38,7 @@ TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 # The source of each BrokerConfig layer.
 LAYER_SOURCES = {BROKER_LEVEL: DYNAMIC_BROKER_CONFIG,
-                 DEFAULT_LEVEL: DYNAMIC_DEFAULT_BROKER_CONFIG, "static": STATIC_BROKER_CONFIG}
+                 DEFAULT_LEVEL: DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_LEVEL: STATIC_BROKER_CONFIG}
 
 # DescribeConfigsResponse.ConfigType ids, by kafkalite's (Kafka's) type names
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
