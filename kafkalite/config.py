@@ -33,7 +33,7 @@ __all__ = ["LONG_MAX", "ConfigError", "format_value", "TOPIC_DOCS", "TOPIC_PROP_
 @dataclass(frozen=True)
 class Prop:
     name: str
-    type: str  # Kafka's ConfigType names: int, long, boolean, string, list, double
+    type: str  # Kafka's ConfigType names: int, short, long, boolean, string, list, double
     default: Any
     check: Check | None = None
     doc: str = ""
@@ -48,9 +48,9 @@ _one_of = one_of
 BROKER_PROPS: list[Prop] = [
     Prop("node.id", "int", 1, _at_least(0), "Broker id (keep it small: librdkafka assumes so)."),
     Prop("broker.id", "int", -1, None, "Alias of node.id kept for old configs."),
-    Prop("listeners", "list", "PLAINTEXT://localhost:9092", read_only=False),
-    Prop("advertised.listeners", "list", None, read_only=False),
-    Prop("log.dirs", "list", None),
+    Prop("listeners", "string", "PLAINTEXT://localhost:9092", read_only=False),
+    Prop("advertised.listeners", "string", None, read_only=False),
+    Prop("log.dirs", "string", None),
     Prop("log.dir", "string", "./data"),
     Prop("cluster.id", "string", None, None, "Cluster id; generated and persisted when unset."),
     Prop("num.partitions", "int", 1, _at_least(1)),
@@ -110,11 +110,11 @@ BROKER_PROPS: list[Prop] = [
     Prop("num.network.threads", "int", 3, _at_least(1), read_only=False),
     Prop("num.io.threads", "int", 8, _at_least(1), read_only=False),
     Prop("offsets.topic.num.partitions", "int", 50, _at_least(1)),
-    Prop("offsets.topic.replication.factor", "int", 1, _at_least(1)),
+    Prop("offsets.topic.replication.factor", "short", 1, _at_least(1)),
     Prop("offsets.retention.minutes", "int", 10080, _at_least(1)),
     Prop("offsets.retention.check.interval.ms", "long", 600000, _at_least(1)),
     Prop("offset.metadata.max.bytes", "int", 4096),
-    Prop("transaction.state.log.replication.factor", "int", 1),
+    Prop("transaction.state.log.replication.factor", "short", 1),
     Prop("transaction.state.log.min.isr", "int", 1),
     Prop("transactional.id.expiration.ms", "int", 604800000),
     Prop("producer.id.expiration.ms", "int", 86400000, _at_least(1), read_only=False),

@@ -44,6 +44,7 @@ def _parse_list(v: str) -> str:
 
 PARSERS: dict[str, Callable[[str], Any]] = {
     "int": _number("INT", int),
+    "short": _number("SHORT", int),
     "long": _number("LONG", int),
     "boolean": _parse_bool,
     "string": _parse_str,
