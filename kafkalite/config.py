@@ -2,122 +2,101 @@
 #
 # Sources, later wins: built-in defaults < server.properties < KAFKALITE_* environment
 # variables < --set key=value. An unknown property warns (Kafka logs "not a known config");
-# an invalid value raises ConfigError, which the CLI turns into exit code 2.
-# Most of this module is Kafka's property tables (broker and topic), kept together so that
-# DescribeConfigs, validation and the defaults read one source; hence its length.
+# an invalid value raises ConfigError, which the CLI turns into exit code 2. Above those
+# static sources sit the dynamic broker configs (AlterConfigs on a BROKER resource, see
+# broker/dynamic_configs.py): cluster-wide defaults, then this node's own.
+# Most of this module is Kafka's broker property table, so that DescribeConfigs, validation
+# and the defaults read one source; the topic configs are in topic_config.py.
 from __future__ import annotations
 
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
+
+from .config_values import (LONG_MAX, Check, ConfigError, at_least, between, format_value,
+                            one_of, parse_value)
+from .topic_config import (CLEANUP_POLICY, COMPRESSION_TYPE, GZIP_LEVEL, LZ4_LEVEL,
+                           MESSAGE_FORMAT_VERSION, TIMESTAMP_TYPE, TOPIC_DOCS, TOPIC_PROP_MAP,
+                           TOPIC_PROPS, ZSTD_LEVEL, TopicProp, parse_topic_value)
 
 log = logging.getLogger("kafkalite.config")
 
-LONG_MAX = 2**63 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration value that stops the broker from starting."""
-
-
-def _parse_bool(v: str) -> bool:
-    s = str(v).strip().lower()
-    if s in ("true", "1", "yes"):
-        return True
-    if s in ("false", "0", "no"):
-        return False
-    raise ValueError(f"expected true or false, got {v!r}")
-
-
-def _parse_int(v: str) -> int:
-    return int(str(v).strip())
-
-
-def _parse_str(v: str) -> str:
-    return str(v).strip()
-
-
-def _parse_float(v: str) -> float:
-    return float(str(v).strip())
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "int": _parse_int,
-    "long": _parse_int,
-    "boolean": _parse_bool,
-    "string": _parse_str,
-    "list": _parse_str,
-    "double": _parse_float,
-    "password": _parse_str,
-    "class": _parse_str,
-}
+# What callers import from here (some of it defined in config_values.py and topic_config.py).
+__all__ = ["LONG_MAX", "ConfigError", "format_value", "TOPIC_DOCS", "TOPIC_PROP_MAP",
+           "TOPIC_PROPS", "TopicProp", "parse_topic_value", "Prop", "PROPS", "BROKER_PROPS",
+           "BrokerConfig", "BROKER_LEVEL", "DEFAULT_LEVEL", "STATIC_LEVEL", "IGNORED",
+           "ignored_settings", "parse_prop", "load_config", "parse_listener",
+           "read_properties", "env_overrides"]
 
 
 @dataclass(frozen=True)
 class Prop:
     name: str
-    type: str  # Kafka's ConfigType names: int, long, boolean, string, list, double
+    type: str  # Kafka's ConfigType names: int, short, long, boolean, string, list, double
     default: Any
-    check: Callable[[Any], bool] | None = None
+    check: Check | None = None
     doc: str = ""
     sensitive: bool = False
     read_only: bool = True
 
 
-def _at_least(n: int) -> Callable[[Any], bool]:
-    return lambda v: v >= n
-
-
-def _one_of(*options: str) -> Callable[[Any], bool]:
-    return lambda v: v in options
+_at_least = at_least  # the names Prop lines use
+_one_of = one_of
 
 
 BROKER_PROPS: list[Prop] = [
     Prop("node.id", "int", 1, _at_least(0), "Broker id (keep it small: librdkafka assumes so)."),
     Prop("broker.id", "int", -1, None, "Alias of node.id kept for old configs."),
-    Prop("listeners", "list", "PLAINTEXT://localhost:9092"),
-    Prop("advertised.listeners", "list", None),
-    Prop("log.dirs", "list", None),
+    Prop("listeners", "string", "PLAINTEXT://localhost:9092", read_only=False),
+    Prop("advertised.listeners", "string", None, read_only=False),
+    Prop("log.dirs", "string", None),
     Prop("log.dir", "string", "./data"),
     Prop("cluster.id", "string", None, None, "Cluster id; generated and persisted when unset."),
-    Prop("num.partitions", "int", 1, _at_least(1), read_only=False),
-    Prop("default.replication.factor", "int", 1, _at_least(1), read_only=False),
+    Prop("num.partitions", "int", 1, _at_least(1)),
+    Prop("default.replication.factor", "int", 1, _at_least(1)),
     Prop("auto.create.topics.enable", "boolean", True),
     Prop("delete.topic.enable", "boolean", True),
     Prop("log.segment.bytes", "int", 1073741824, _at_least(14), read_only=False),
     Prop("log.roll.ms", "long", None, read_only=False),
     Prop("log.roll.hours", "int", 168, _at_least(1)),
-    Prop("log.roll.jitter.ms", "long", None),
+    Prop("log.roll.jitter.ms", "long", None, _at_least(0), read_only=False),
     Prop("log.roll.jitter.hours", "int", 0, _at_least(0)),
     Prop("log.retention.ms", "long", None, read_only=False),
     Prop("log.retention.minutes", "int", None),
     Prop("log.retention.hours", "int", 168),
     Prop("log.retention.bytes", "long", -1, read_only=False),
     Prop("log.retention.check.interval.ms", "long", 300000, _at_least(1)),
-    Prop("log.segment.delete.delay.ms", "long", 60000, _at_least(0)),
+    Prop("log.segment.delete.delay.ms", "long", 60000, _at_least(0), read_only=False),
     Prop("log.flush.interval.messages", "long", LONG_MAX, _at_least(1), read_only=False),
     Prop("log.flush.interval.ms", "long", None, read_only=False),
     Prop("log.flush.scheduler.interval.ms", "long", LONG_MAX),
     Prop("log.index.interval.bytes", "int", 4096, _at_least(0), read_only=False),
     Prop("log.index.size.max.bytes", "int", 10485760, _at_least(4), read_only=False),
-    Prop("log.cleanup.policy", "list", "delete", read_only=False),
-    Prop("log.cleaner.delete.retention.ms", "long", 86400000, read_only=False),
-    Prop("log.cleaner.min.compaction.lag.ms", "long", 0, read_only=False),
-    Prop("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, read_only=False),
-    Prop("log.cleaner.min.cleanable.ratio", "double", 0.5, read_only=False),
-    Prop("log.message.timestamp.type", "string", "CreateTime",
-         _one_of("CreateTime", "LogAppendTime"), read_only=False),
+    Prop("log.cleanup.policy", "list", "delete", CLEANUP_POLICY, read_only=False),
+    Prop("log.cleaner.delete.retention.ms", "long", 86400000, _at_least(0), read_only=False),
+    Prop("log.cleaner.min.compaction.lag.ms", "long", 0, _at_least(0), read_only=False),
+    Prop("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, _at_least(1), read_only=False),
+    Prop("log.cleaner.min.cleanable.ratio", "double", 0.5, between(0, 1), read_only=False),
+    Prop("log.message.timestamp.type", "string", "CreateTime", TIMESTAMP_TYPE, read_only=False),
     Prop("log.message.timestamp.before.max.ms", "long", LONG_MAX, _at_least(0), read_only=False),
     Prop("log.message.timestamp.after.max.ms", "long", 3600000, _at_least(0), read_only=False),
+    # Deprecated in Kafka 3.x, removed in 4.0; accepted and ignored (see topic_config.py).
+    Prop("log.message.timestamp.difference.max.ms", "long", LONG_MAX, _at_least(0),
+         "[DEPRECATED] Largest difference between a record's timestamp and the broker's clock "
+         "(CreateTime topics).", read_only=False),
+    Prop("log.message.format.version", "string", "3.0-IV1", MESSAGE_FORMAT_VERSION,
+         "[DEPRECATED] Message format version of appended records; ignored from Kafka 3.0 on."),
+    Prop("log.message.downconversion.enable", "boolean", True, None,
+         "Whether records are down-converted for consumers that need an older message format.",
+         read_only=False),
     Prop("log.preallocate", "boolean", False, read_only=False),
-    Prop("log.local.retention.ms", "long", -2, read_only=False),
-    Prop("log.local.retention.bytes", "long", -2, read_only=False),
-    Prop("compression.type", "string", "producer",
-         _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), read_only=False),
-    Prop("compression.gzip.level", "int", -1, lambda v: v == -1 or 1 <= v <= 9, read_only=False),
-    Prop("compression.lz4.level", "int", 9, lambda v: 1 <= v <= 17, read_only=False),
-    Prop("compression.zstd.level", "int", 3, lambda v: -131072 <= v <= 22, read_only=False),
+    Prop("log.local.retention.ms", "long", -2, _at_least(-2), read_only=False),
+    Prop("log.local.retention.bytes", "long", -2, _at_least(-2), read_only=False),
+    Prop("compression.type", "string", "producer", COMPRESSION_TYPE, read_only=False),
+    Prop("compression.gzip.level", "int", -1, GZIP_LEVEL, read_only=False),
+    Prop("compression.lz4.level", "int", 9, LZ4_LEVEL, read_only=False),
+    Prop("compression.zstd.level", "int", 3, ZSTD_LEVEL, read_only=False),
     Prop("message.max.bytes", "int", 1048588, _at_least(0), read_only=False),
     Prop("min.insync.replicas", "int", 1, _at_least(1), read_only=False),
     Prop("unclean.leader.election.enable", "boolean", False, read_only=False),
@@ -128,17 +107,17 @@ BROKER_PROPS: list[Prop] = [
     Prop("max.connections.per.ip", "int", 2147483647, _at_least(0), read_only=False),
     Prop("connections.max.idle.ms", "long", 600000),
     Prop("queued.max.requests", "int", 500, _at_least(1)),
-    Prop("num.network.threads", "int", 3, read_only=False),
-    Prop("num.io.threads", "int", 8, read_only=False),
+    Prop("num.network.threads", "int", 3, _at_least(1), read_only=False),
+    Prop("num.io.threads", "int", 8, _at_least(1), read_only=False),
     Prop("offsets.topic.num.partitions", "int", 50, _at_least(1)),
-    Prop("offsets.topic.replication.factor", "int", 1, _at_least(1)),
+    Prop("offsets.topic.replication.factor", "short", 1, _at_least(1)),
     Prop("offsets.retention.minutes", "int", 10080, _at_least(1)),
     Prop("offsets.retention.check.interval.ms", "long", 600000, _at_least(1)),
     Prop("offset.metadata.max.bytes", "int", 4096),
-    Prop("transaction.state.log.replication.factor", "int", 1),
+    Prop("transaction.state.log.replication.factor", "short", 1),
     Prop("transaction.state.log.min.isr", "int", 1),
     Prop("transactional.id.expiration.ms", "int", 604800000),
-    Prop("producer.id.expiration.ms", "int", 86400000),
+    Prop("producer.id.expiration.ms", "int", 86400000, _at_least(1), read_only=False),
     Prop("group.initial.rebalance.delay.ms", "int", 3000, _at_least(0)),
     Prop("group.min.session.timeout.ms", "int", 6000, _at_least(0)),
     Prop("group.max.session.timeout.ms", "int", 1800000, _at_least(0)),
@@ -157,144 +136,78 @@ BROKER_PROPS: list[Prop] = [
 
 PROPS: dict[str, Prop] = {p.name: p for p in BROKER_PROPS}
 
-
-@dataclass(frozen=True)
-class TopicProp:
-    name: str
-    type: str
-    synonym: str | None  # broker property supplying the default
-    default: Any  # used when no broker synonym exists
-
-
-TOPIC_PROPS: list[TopicProp] = [
-    TopicProp("cleanup.policy", "list", "log.cleanup.policy", "delete"),
-    TopicProp("compression.gzip.level", "int", "compression.gzip.level", -1),
-    TopicProp("compression.lz4.level", "int", "compression.lz4.level", 9),
-    TopicProp("compression.type", "string", "compression.type", "producer"),
-    TopicProp("compression.zstd.level", "int", "compression.zstd.level", 3),
-    TopicProp("delete.retention.ms", "long", "log.cleaner.delete.retention.ms", 86400000),
-    TopicProp("file.delete.delay.ms", "long", "log.segment.delete.delay.ms", 60000),
-    TopicProp("flush.messages", "long", "log.flush.interval.messages", LONG_MAX),
-    TopicProp("flush.ms", "long", "log.flush.interval.ms", LONG_MAX),
-    TopicProp("follower.replication.throttled.replicas", "list", None, ""),
-    TopicProp("index.interval.bytes", "int", "log.index.interval.bytes", 4096),
-    TopicProp("leader.replication.throttled.replicas", "list", None, ""),
-    TopicProp("local.retention.bytes", "long", "log.local.retention.bytes", -2),
-    TopicProp("local.retention.ms", "long", "log.local.retention.ms", -2),
-    TopicProp("max.compaction.lag.ms", "long", "log.cleaner.max.compaction.lag.ms", LONG_MAX),
-    TopicProp("max.message.bytes", "int", "message.max.bytes", 1048588),
-    TopicProp("message.timestamp.after.max.ms", "long", "log.message.timestamp.after.max.ms",
-              3600000),
-    TopicProp("message.timestamp.before.max.ms", "long", "log.message.timestamp.before.max.ms",
-              LONG_MAX),
-    TopicProp("message.timestamp.type", "string", "log.message.timestamp.type", "CreateTime"),
-    TopicProp("min.cleanable.dirty.ratio", "double", "log.cleaner.min.cleanable.ratio", 0.5),
-    TopicProp("min.compaction.lag.ms", "long", "log.cleaner.min.compaction.lag.ms", 0),
-    TopicProp("min.insync.replicas", "int", "min.insync.replicas", 1),
-    TopicProp("preallocate", "boolean", "log.preallocate", False),
-    TopicProp("remote.log.copy.disable", "boolean", None, False),
-    TopicProp("remote.log.delete.on.disable", "boolean", None, False),
-    TopicProp("remote.storage.enable", "boolean", None, False),
-    TopicProp("retention.bytes", "long", "log.retention.bytes", -1),
-    TopicProp("retention.ms", "long", "log.retention.ms", 604800000),
-    TopicProp("segment.bytes", "int", "log.segment.bytes", 1073741824),
-    TopicProp("segment.index.bytes", "int", "log.index.size.max.bytes", 10485760),
-    TopicProp("segment.jitter.ms", "long", "log.roll.jitter.ms", 0),
-    TopicProp("segment.ms", "long", "log.roll.ms", 604800000),
-    TopicProp("unclean.leader.election.enable", "boolean", "unclean.leader.election.enable", False),
-]
-
-TOPIC_PROP_MAP: dict[str, TopicProp] = {p.name: p for p in TOPIC_PROPS}
-
-_TOPIC_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "cleanup.policy": lambda v: set(v.split(",")) <= {"delete", "compact"} and v != "",
-    "compression.type": PROPS["compression.type"].check,  # type: ignore[dict-item]
-    "message.timestamp.type": PROPS["log.message.timestamp.type"].check,  # type: ignore[dict-item]
-    "max.message.bytes": _at_least(0),
-    "segment.bytes": _at_least(14),
-    "retention.ms": _at_least(-1),
-    "retention.bytes": _at_least(-1),
-    "segment.ms": _at_least(1),
-    "min.insync.replicas": _at_least(1),
-    "index.interval.bytes": _at_least(0),
-    "compression.gzip.level": PROPS["compression.gzip.level"].check,  # type: ignore[dict-item]
-    "compression.lz4.level": PROPS["compression.lz4.level"].check,  # type: ignore[dict-item]
-    "compression.zstd.level": PROPS["compression.zstd.level"].check,  # type: ignore[dict-item]
-    # kafkalite has no tiered storage: Kafka refuses this when the broker has it disabled.
-    "remote.storage.enable": lambda v: v is False,
+# Properties kafkalite accepts and describes but does not apply, with why (COMPATIBILITY.md
+# lists them, and their topic-level synonyms in topic_config.IGNORED_TOPIC_CONFIGS). A value
+# other than the default (or the listed harmless ones) logs one warning at start.
+_IGNORED_WHY: dict[str, tuple[str, ...]] = {
+    "segments roll without jitter": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "deleted segments' files are removed at once": ("log.segment.delete.delay.ms",),
+    "index files grow as needed; a full index does not roll the segment":
+        ("log.index.size.max.bytes",),
+    "segment files are not preallocated": ("log.preallocate",),
+    "no log cleaner: compacted topics are not compacted": (
+        "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio"),
+    "deprecated; use log.message.timestamp.before/after.max.ms":
+        ("log.message.timestamp.difference.max.ms",),
+    "deprecated; ignored as by Kafka 3.x": ("log.message.format.version",),
+    "records are never down-converted": ("log.message.downconversion.enable",),
+    "batches are stored as the producer compressed them": (
+        "compression.type", "compression.gzip.level", "compression.lz4.level",
+        "compression.zstd.level"),
+    "one replica: acks=all is never refused with NOT_ENOUGH_REPLICAS": ("min.insync.replicas",),
+    "the operating system's socket buffer sizes are used": (
+        "socket.send.buffer.bytes", "socket.receive.buffer.bytes"),
+    "one event loop serves every connection and request": (
+        "num.network.threads", "num.io.threads"),
+    "one broker, one replica": ("offsets.topic.replication.factor",),
+    "no transactions": ("transaction.state.log.replication.factor",
+                        "transaction.state.log.min.isr", "transactional.id.expiration.ms"),
+    "a Fetch response is bounded by the request's max_bytes only": ("fetch.max.bytes",),
+    "always one combined broker and controller": ("process.roles",),
+    "no inter-broker protocol": ("inter.broker.protocol.version",),
 }
-
-# One-line documentation per topic config (DescribeConfigs v3+ include_documentation),
-# paraphrasing the meaning Kafka documents for each.
-TOPIC_DOCS: dict[str, str] = {
-    "cleanup.policy": "Retention policy for old segments: delete, compact, or both.",
-    "compression.gzip.level": "Compression level used when compression.type is gzip.",
-    "compression.lz4.level": "Compression level used when compression.type is lz4.",
-    "compression.type": "Final compression of the topic's data; producer keeps the "
-                        "producer's codec.",
-    "compression.zstd.level": "Compression level used when compression.type is zstd.",
-    "delete.retention.ms": "How long delete tombstones are kept on compacted topics.",
-    "file.delete.delay.ms": "Delay before a deleted segment's files are removed.",
-    "flush.messages": "Force an fsync after this many messages.",
-    "flush.ms": "Force an fsync after this many milliseconds.",
-    "follower.replication.throttled.replicas": "Replicas whose follower replication is "
-                                               "throttled.",
-    "index.interval.bytes": "How often (in bytes) an offset index entry is added.",
-    "leader.replication.throttled.replicas": "Replicas whose leader replication is throttled.",
-    "local.retention.bytes": "Local size limit before tiered segments are deleted locally "
-                             "(-2: use retention.bytes).",
-    "local.retention.ms": "Local time limit before tiered segments are deleted locally "
-                          "(-2: use retention.ms).",
-    "max.compaction.lag.ms": "Longest time a message stays ineligible for compaction.",
-    "max.message.bytes": "Largest record batch size accepted.",
-    "message.timestamp.after.max.ms": "How far in the future a record timestamp may be.",
-    "message.timestamp.before.max.ms": "How far in the past a record timestamp may be.",
-    "message.timestamp.type": "CreateTime or LogAppendTime.",
-    "min.cleanable.dirty.ratio": "Dirty-log ratio that triggers compaction.",
-    "min.compaction.lag.ms": "Shortest time a message stays uncompacted.",
-    "min.insync.replicas": "Replicas that must acknowledge an acks=all write.",
-    "preallocate": "Preallocate segment files on disk.",
-    "remote.log.copy.disable": "Stop copying segments to tiered storage.",
-    "remote.log.delete.on.disable": "Delete tiered data when tiered storage is disabled.",
-    "remote.storage.enable": "Enable tiered storage for the topic.",
-    "retention.bytes": "Size limit of a partition before old segments are deleted (-1: none).",
-    "retention.ms": "Time limit before old segments are deleted (-1: none).",
-    "segment.bytes": "Segment file size.",
-    "segment.index.bytes": "Offset index file size.",
-    "segment.jitter.ms": "Random jitter subtracted from segment.ms.",
-    "segment.ms": "Time after which a segment rolls even if not full.",
-    "unclean.leader.election.enable": "Allow out-of-sync replicas to become leader.",
-}
+IGNORED: dict[str, str] = {name: why for why, names in _IGNORED_WHY.items() for name in names}
+# Values that do what kafkalite does anyway, so they need no warning.
+_HARMLESS: dict[str, tuple[Any, ...]] = {"log.roll.jitter.ms": (None, 0),
+                                         "log.roll.jitter.hours": (0,)}
 
 
-def parse_topic_value(name: str, raw: str) -> Any:
-    """Parse and validate a topic config value; raises ConfigError (INVALID_CONFIG)."""
-    prop = TOPIC_PROP_MAP.get(name)
-    if prop is None:
-        raise ConfigError(f"Unknown topic config name: {name}")
-    try:
-        value = _PARSERS[prop.type](raw)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"Invalid value {raw} for configuration {name}: {e}") from None
-    check = _TOPIC_CHECKS.get(name)
-    if check is not None and not check(value):
-        raise ConfigError(f"Invalid value {raw} for configuration {name}")
-    return value
+def ignored_settings(cfg: "BrokerConfig") -> list[str]:
+    """`name=value (why)` for every ignored property set to a value that matters."""
+    out = []
+    for name, why in IGNORED.items():
+        value = cfg[name]
+        if value != PROPS[name].default and value not in _HARMLESS.get(name, ()):
+            out.append(f"{name}={format_value(value)} ({why})")
+    dirs = cfg["log.dirs"]
+    if dirs and "," in dirs:
+        out.append(f"log.dirs={dirs} (only the first directory is used)")
+    return out
 
 
-def format_value(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+# Dynamic broker config layers (AlterConfigs on a BROKER resource), highest precedence first:
+# this node's (resource name "<node.id>") and the cluster-wide defaults (resource name "").
+BROKER_LEVEL, DEFAULT_LEVEL = "broker", "default"
+STATIC_LEVEL = "static"  # file, environment, --set
+
+
+def parse_prop(prop: Prop, raw: Any) -> Any:
+    """A broker property's typed value; raises ConfigError with Kafka's message."""
+    return parse_value(prop.name, prop.type, raw, prop.check)
 
 
 class BrokerConfig:
-    """Resolved broker configuration: `cfg["log.segment.bytes"]` or typed helpers."""
+    """Resolved broker configuration: `cfg["log.segment.bytes"]` or typed helpers.
+
+    A value comes from the first layer that has it: dynamic per-broker, dynamic cluster
+    default, static (file, environment, --set: `explicit`), then the built-in default."""
 
     def __init__(self, overrides: Mapping[str, str] | None = None):
         self.explicit: dict[str, Any] = {}
+        # Raw strings as the alter requests gave them, by level (names may be unknown ones).
+        self.dynamic: dict[str, dict[str, str]] = {BROKER_LEVEL: {}, DEFAULT_LEVEL: {}}
+        self._values: dict[str, Any] = {}
         for key, raw in (overrides or {}).items():
             self.set(key, raw)
 
@@ -303,22 +216,36 @@ class BrokerConfig:
         if prop is None:
             log.warning("The configuration '%s' was supplied but isn't a known config.", key)
             self.explicit[key] = raw
-            return
-        if raw is None:
+        elif raw is None:
             self.explicit[key] = None
-            return
-        try:
-            value = raw if not isinstance(raw, str) else _PARSERS[prop.type](raw)
-        except (ValueError, TypeError) as e:
-            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: {e}") from None
-        if prop.check is not None and not prop.check(value):
-            raise ConfigError(f"Invalid value {raw!r} for configuration {key}")
-        self.explicit[key] = value
+        else:
+            self.explicit[key] = parse_prop(prop, raw)
+        self._merge()
+
+    def set_dynamic(self, level: str, raw: Mapping[str, str]) -> None:
+        """Replace one dynamic layer (already validated)."""
+        self.dynamic[level] = dict(raw)
+        self._merge()
+
+    def _merge(self) -> None:
+        values = dict(self.explicit)
+        for level in (DEFAULT_LEVEL, BROKER_LEVEL):
+            for key, raw in self.dynamic[level].items():
+                prop = PROPS.get(key)
+                values[key] = parse_prop(prop, raw) if prop is not None else raw
+        self._values = values
+
+    def layers(self) -> list[tuple[str, dict[str, Any]]]:
+        """(level, values) from the highest precedence down: dynamic per-broker, dynamic
+        default, static; dynamic values are the raw strings."""
+        return [(BROKER_LEVEL, self.dynamic[BROKER_LEVEL]),
+                (DEFAULT_LEVEL, self.dynamic[DEFAULT_LEVEL]), (STATIC_LEVEL, self.explicit)]
 
     def __getitem__(self, key: str) -> Any:
-        if key in self.explicit:
-            return self.explicit[key]
-        return PROPS[key].default
+        try:
+            return self._values[key]
+        except KeyError:
+            return PROPS[key].default
 
     def is_explicit(self, key: str) -> bool:
         return key in self.explicit

@@ -1,10 +1,13 @@
 # Shared fixtures. `kafka_broker` and `kafka_topic` come from kafkalite.testing (the pytest
-# plugin users get too); `broker_process` is a private broker for tests that restart it.
+# plugin users get too); `broker_process` is a private broker for tests that restart it;
+# `real_kafka` is a real Apache Kafka for differential tests and `any_broker` runs a test
+# against both (tests/helpers/real_kafka.py).
 from __future__ import annotations
 
 import pytest
 
 from kafkalite.testing import BrokerProcess
+from tests.helpers.real_kafka import any_broker, real_kafka  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from ..log.partition import PartitionLog
 from ..wire.codec import decode_request, encode, is_flexible
 from ..wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ..wire.header import parse_fixed, response_header, skip_tagged_fields
+from .dynamic_configs import open_configs
 from .fetch_sessions import FetchSessionCache
 from .registry import HANDLERS
 from .stats import BrokerStats
@@ -64,6 +65,7 @@ class Broker:
     # --- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
+        open_configs(self.config)
         self.logs.open()
         state_dir = os.path.join(self.logs.data_dir, ".kafkalite")
         self.pids = ProducerIdAllocator(os.path.join(state_dir, "producer-ids"))

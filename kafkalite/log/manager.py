@@ -25,8 +25,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..config import TOPIC_PROP_MAP, BrokerConfig, ConfigError, parse_topic_value
+from ..config import BrokerConfig, ConfigError, parse_topic_value
 from ..fileio import atomic_write
+from ..topic_config import check_topic_configs
 from ..wire.errors import ErrorCode, KafkaError
 from . import datadir
 from .partition import LogConfig, PartitionLog
@@ -234,19 +235,7 @@ class LogManager:
 
     @staticmethod
     def check_configs(configs: dict[str, str | None]) -> dict[str, str]:
-        out = {}
-        for k, v in configs.items():
-            if k not in TOPIC_PROP_MAP:
-                raise KafkaError(ErrorCode.invalid_config, f"Unknown topic config name: {k}")
-            if v is None:
-                raise KafkaError(ErrorCode.invalid_config,
-                                 f"Null value not supported for topic configs: {k}")
-            try:
-                parse_topic_value(k, v)
-            except ConfigError as e:
-                raise KafkaError(ErrorCode.invalid_config, str(e)) from None
-            out[k] = v
-        return out
+        return check_topic_configs(configs)
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.topics[name]

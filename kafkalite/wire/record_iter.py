@@ -1,6 +1,7 @@
-# Record-level decoding of a v2 batch. Never used on the produce or fetch path; only where
-# Kafka itself looks inside batches: ListOffsets by timestamp (the exact first record at or
-# after a time), dump-log, and tests.
+# Record-level decoding of a v2 batch. Not used on the fetch path, nor on the produce path
+# except where Kafka itself looks inside batches there (compacted topics' keys, and
+# kafkalite.produce.validate.records); also ListOffsets by timestamp (the exact first record
+# at or after a time), dump-log, and tests.
 from __future__ import annotations
 
 import struct
@@ -9,7 +10,7 @@ from typing import Iterator
 
 import cramjam
 
-from .records import HEADER_SIZE, TIMESTAMP_TYPE_BIT, parse_header
+from .records import HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, parse_header
 
 _XERIAL = b"\x82SNAPPY\x00"
 _I32 = struct.Struct(">i")
@@ -85,11 +86,16 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def iter_records(batch: bytes) -> Iterator[Record]:
-    """Records of one v2 batch (base offset and timestamps as stored in the batch)."""
+def _records_body(batch: bytes) -> tuple[BatchHeader, bytes, bool]:
+    """The batch's header, its decompressed records, and whether it is LogAppendTime."""
     h = parse_header(batch)
     body = decompress(h.compression, bytes(batch[HEADER_SIZE:h.size]))
-    log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
+    return h, body, bool(h.attributes & TIMESTAMP_TYPE_BIT)
+
+
+def iter_records(batch: bytes) -> Iterator[Record]:
+    """Records of one v2 batch (base offset and timestamps as stored in the batch)."""
+    h, body, log_append = _records_body(batch)
     pos = 0
     for _ in range(h.records_count):
         length, pos = _varint(body, pos)
@@ -109,6 +115,27 @@ def iter_records(batch: bytes) -> Iterator[Record]:
             raise ValueError("record length does not match its fields")
         ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
         yield Record(h.base_offset + off_delta, ts, key, value, headers)
+    if pos != len(body):
+        raise ValueError(f"{len(body) - pos} bytes after the last of {h.records_count} records")
+
+
+def scan_records(batch: bytes) -> Iterator[tuple[int, int, bool]]:
+    """(offset delta, timestamp, has a key) of each record, skipping values and headers; a
+    cheaper walk than iter_records for checks that need no more. ValueError if the records'
+    framing does not add up."""
+    h, body, log_append = _records_body(batch)
+    pos = 0
+    for _ in range(h.records_count):
+        length, pos = _varint(body, pos)
+        end = pos + length
+        if length < 0 or end > len(body):
+            raise ValueError("record length runs past the batch")
+        ts_delta, p = _varint(body, pos + 1)  # after the record attributes
+        off_delta, p = _varint(body, p)
+        key_len, p = _varint(body, p)
+        ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
+        yield off_delta, ts, key_len >= 0
+        pos = end
     if pos != len(body):
         raise ValueError(f"{len(body) - pos} bytes after the last of {h.records_count} records")
 

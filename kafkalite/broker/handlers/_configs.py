@@ -3,14 +3,16 @@
 # leading underscore says so.
 #
 # DescribeConfigs follows Kafka's ConfigHelper (3.9/4.0): a topic config's synonyms are the
-# topic override (TOPIC_CONFIG=1), then its broker synonyms set explicitly at startup
-# (STATIC_BROKER_CONFIG=4), then the broker defaults (DEFAULT_CONFIG=5); its source is the
-# first synonym's. Like Kafka, entries before the first one named as the primary broker
-# synonym are dropped, so retention.ms (primary log.retention.ms, which has no default)
-# lists no synonyms unless log.retention.ms itself is set. CreateTopics resolves sources the
-# controller's way instead (KafkaConfigSchema.resolveEffectiveTopicConfig): any explicitly set
-# synonym makes it STATIC_BROKER_CONFIG. kafkalite has no dynamic broker configs, so sources
-# 2 and 3 never appear. BROKER_LOGGER resources map onto Python's logging levels.
+# topic override (TOPIC_CONFIG=1), then its broker synonyms set dynamically for this node
+# (DYNAMIC_BROKER_CONFIG=2), then as cluster-wide dynamic defaults
+# (DYNAMIC_DEFAULT_BROKER_CONFIG=3), then explicitly at startup (STATIC_BROKER_CONFIG=4), then
+# the broker defaults (DEFAULT_CONFIG=5); its source is the first synonym's. Like Kafka,
+# entries before the first one named as the primary broker synonym are dropped, so
+# retention.ms (primary log.retention.ms, which has no default) lists no synonyms unless
+# log.retention.ms itself is set. CreateTopics resolves sources the controller's way instead
+# (KafkaConfigSchema.resolveEffectiveTopicConfig): the highest layer that sets any synonym.
+# The BROKER resource "" (cluster defaults) describes only the dynamic defaults set.
+# BROKER_LOGGER resources map onto Python's logging levels.
 from __future__ import annotations
 
 import logging
@@ -18,9 +20,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from ...config import (PROPS, TOPIC_DOCS, TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig,
-                       ConfigError, format_value)
+from ...config import (BROKER_LEVEL, DEFAULT_LEVEL, PROPS, STATIC_LEVEL, TOPIC_DOCS,
+                       TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig, ConfigError, format_value)
 from ...log.manager import validate_topic_name
+from ...topic_config import check_topic_configs
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
@@ -31,7 +34,11 @@ RESOURCE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
                   16: "CLIENT_METRICS", 32: "GROUP"}
 
 # DescribeConfigsResponse.ConfigSource ids
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 1, 4, 5, 6
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
+# The source of each BrokerConfig layer.
+LAYER_SOURCES = {BROKER_LEVEL: DYNAMIC_BROKER_CONFIG,
+                 DEFAULT_LEVEL: DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_LEVEL: STATIC_BROKER_CONFIG}
 
 # DescribeConfigsResponse.ConfigType ids, by kafkalite's (Kafka's) type names
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
@@ -70,10 +77,11 @@ def broker_synonyms(name: str) -> list[str]:
 def _synonym_chain(cfg: BrokerConfig, name: str, sensitive: bool) -> list[Synonym]:
     names = broker_synonyms(name)
     out: list[Synonym] = []
-    for n in names:
-        if n in cfg.explicit and cfg.explicit[n] is not None:
-            out.append((n, None if sensitive else format_value(cfg.explicit[n]),
-                        STATIC_BROKER_CONFIG))
+    for level, values in cfg.layers():
+        for n in names:
+            if values.get(n) is not None:
+                out.append((n, None if sensitive else format_value(values[n]),
+                            LAYER_SOURCES[level]))
     for n in names:
         prop = PROPS.get(n)
         if prop is not None and prop.default is not None:
@@ -111,10 +119,17 @@ def creation_source(cfg: BrokerConfig, overrides: dict[str, str], name: str) -> 
     if name in overrides:
         return TOPIC_CONFIG
     synonym = TOPIC_PROP_MAP[name].synonym
-    if synonym is not None and any(cfg.explicit.get(n) is not None
-                                   for n in broker_synonyms(synonym)):
-        return STATIC_BROKER_CONFIG
+    if synonym is not None:
+        for level, values in cfg.layers():
+            if any(values.get(n) is not None for n in broker_synonyms(synonym)):
+                return LAYER_SOURCES[level]
     return DEFAULT_CONFIG
+
+
+def _unknown_entry(name: str, sources: list[int]) -> Entry:
+    """A name Kafka does not know has no type, so it is described as sensitive."""
+    return Entry(name, None, sources[0], True, True, tuple((name, None, s) for s in sources),
+                 0, None)
 
 
 def broker_entries(cfg: BrokerConfig) -> list[Entry]:
@@ -126,10 +141,33 @@ def broker_entries(cfg: BrokerConfig) -> list[Entry]:
                          chain[0][2] if chain else DEFAULT_CONFIG, prop.read_only,
                          prop.sensitive, tuple(chain), CONFIG_TYPES.get(prop.type, 0),
                          prop.doc or None))
-    for name, value in cfg.explicit.items():
-        if name not in PROPS:  # Kafka lists unknown originals too, typeless and so sensitive
-            out.append(Entry(name, None, STATIC_BROKER_CONFIG, True, True,
-                             ((name, None, STATIC_BROKER_CONFIG),), 0, None))
+    unknown: dict[str, list[int]] = {}
+    for level, values in cfg.layers():  # Kafka lists unknown names too
+        for name in values:
+            if name not in PROPS:
+                unknown.setdefault(name, []).append(LAYER_SOURCES[level])
+    out += [_unknown_entry(name, sources) for name, sources in unknown.items()]
+    return out
+
+
+def default_entries(cfg: BrokerConfig) -> list[Entry]:
+    """The BROKER resource "": the cluster-wide dynamic defaults that are set, each with
+    its synonyms at that level only."""
+    values = cfg.dynamic[DEFAULT_LEVEL]
+    out = []
+    for name, raw in values.items():
+        prop = PROPS.get(name)
+        if prop is None:
+            out.append(_unknown_entry(name, [DYNAMIC_DEFAULT_BROKER_CONFIG]))
+            continue
+        hide = prop.sensitive
+        chain = [(n, None if hide else values[n], DYNAMIC_DEFAULT_BROKER_CONFIG)
+                 for n in broker_synonyms(name) if values.get(n) is not None]
+        while chain and chain[0][0] != name:
+            chain.pop(0)
+        out.append(Entry(name, None if hide else raw, DYNAMIC_DEFAULT_BROKER_CONFIG,
+                         prop.read_only, hide, tuple(chain), CONFIG_TYPES.get(prop.type, 0),
+                         prop.doc or None))
     return out
 
 
@@ -200,17 +238,15 @@ def check_alter_resource(r, duplicated: bool, null_names: list[str]) -> None:
                          "Null value not supported for : " + ", ".join(null_names))
 
 
-def check_broker_change(broker, name: str, config_names: list[str]) -> None:
-    """kafkalite reads broker configs only at startup, so every change is refused the way
-    Kafka refuses a non-dynamic one (DynamicBrokerConfig.validateConfigs, answered with
-    INVALID_REQUEST since KAFKA-13609); an empty change succeeds."""
-    if name and node_id_of(name, "Node id") != broker.node_id:
+def broker_level(broker, name: str) -> str:
+    """The dynamic config level a BROKER resource name stands for: "" is the cluster-wide
+    defaults, this node's id its own configs; another id is INVALID_REQUEST."""
+    if not name:
+        return DEFAULT_LEVEL
+    if node_id_of(name, "Node id") != broker.node_id:
         raise KafkaError(ErrorCode.invalid_request,
                          f"Unexpected broker id, expected {broker.node_id}, but received {name}")
-    if config_names:
-        raise KafkaError(ErrorCode.invalid_request,
-                         f"Cannot update these configs dynamically: Set({', '.join(config_names)})"
-                         " (kafkalite applies broker configs only at startup)")
+    return BROKER_LEVEL
 
 
 def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
@@ -222,7 +258,7 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
     if nulls:
         raise KafkaError(ErrorCode.invalid_config,
                          "Null value not supported for topic configs: " + ",".join(nulls))
-    checked = broker.logs.check_configs(configs)
+    checked = check_topic_configs(configs)
     if broker.logs.get(name) is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition,
                          f"The topic '{name}' does not exist.")

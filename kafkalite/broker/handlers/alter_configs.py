@@ -6,16 +6,18 @@
 # partitions' live LogConfig, unless validate_only. Per-resource errors follow Kafka's
 # ConfigAdminManager.preprocess and controller: a resource listed twice, duplicate keys or
 # null values are INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-# BROKER resources are refused with INVALID_REQUEST ("Cannot update these configs
-# dynamically"), as Kafka refuses a non-dynamic broker config: kafkalite reads broker configs
-# only at startup. BROKER_LOGGER is not supported by this legacy API in Kafka either
-# (INVALID_REQUEST). Gaps: GROUP and CLIENT_METRICS resources are INVALID_REQUEST.
+# For a BROKER resource ("<node.id>" or "" for the cluster-wide defaults) the configs given
+# become that level's complete dynamic set, validated, persisted and applied at once as
+# Kafka's dynamic broker configs (see broker/dynamic_configs.py for what is refused).
+# BROKER_LOGGER is not supported by this legacy API in Kafka either (INVALID_REQUEST).
+# Gaps: GROUP and CLIENT_METRICS resources are INVALID_REQUEST.
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode, KafkaError
+from .. import dynamic_configs
 from ..registry import api
-from ._configs import (BROKER, TOPIC, alter_response, apply_topic_configs,
-                       check_alter_resource, check_broker_change)
+from ._configs import (BROKER, TOPIC, alter_response, apply_topic_configs, broker_level,
+                       check_alter_resource)
 
 
 def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
@@ -24,7 +26,8 @@ def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
         apply_topic_configs(broker, r.resource_name, {c.name: c.value for c in r.configs},
                             validate_only)
     elif r.resource_type == BROKER:
-        check_broker_change(broker, r.resource_name, [c.name for c in r.configs])
+        dynamic_configs.alter(broker, broker_level(broker, r.resource_name),
+                              {c.name: c.value for c in r.configs}, validate_only)
     else:
         raise KafkaError(ErrorCode.invalid_request,
                          f"Unknown resource type {r.resource_type}")

@@ -1,14 +1,15 @@
 # DescribeConfigs (key 32), v1-4 (Kafka 4.0 dropped v0).
 #
-# TOPIC resources answer every topic config (Kafka 4.0's set) with its effective value,
+# TOPIC resources answer every topic config (Kafka 3.9's set) with its effective value,
 # source and synonyms (see _configs.py for how sources are resolved); an unknown topic is
 # UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. BROKER resources named
-# by this node's id answer every broker property (STATIC_BROKER_CONFIG when set at startup,
-# DEFAULT_CONFIG otherwise; read_only as Kafka marks dynamic configs); the empty name means
-# the cluster-wide dynamic defaults, which kafkalite never has, so it answers no configs;
-# another id is INVALID_REQUEST (ConfigHelper.describeConfigs). BROKER_LOGGER lists Python's
-# loggers with log4j level names. Synonyms only with include_synonyms; config_type (v3+)
-# always; documentation (v3+) only with include_documentation, null where kafkalite has none.
+# by this node's id answer every broker property (DYNAMIC_BROKER_CONFIG, then
+# DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG when set at startup, DEFAULT_CONFIG;
+# read_only as Kafka marks dynamic configs); the empty name means the cluster-wide dynamic
+# defaults and answers those that are set; another id is INVALID_REQUEST
+# (ConfigHelper.describeConfigs). BROKER_LOGGER lists Python's loggers with log4j level
+# names. Synonyms only with include_synonyms; config_type (v3+) always; documentation (v3+)
+# only with include_documentation, null where kafkalite has none.
 # Gaps: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST.
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
 from ._configs import (BROKER, BROKER_LOGGER, RESOURCE_NAMES, TOPIC, Entry, broker_entries,
-                       logger_entries, node_id_of, select, topic_entries)
+                       default_entries, logger_entries, node_id_of, select, topic_entries)
 
 
 def _entries(broker, rtype: int, name: str) -> list[Entry]:
@@ -30,7 +31,7 @@ def _entries(broker, rtype: int, name: str) -> list[Entry]:
         return topic_entries(broker.logs, topic.configs)
     if rtype == BROKER:
         if not name:
-            return []
+            return default_entries(broker.config)
         if node_id_of(name) != broker.node_id:
             raise KafkaError(ErrorCode.invalid_request,
                              f"Unexpected broker id, expected {broker.node_id} or empty "
@@ -67,9 +68,9 @@ async def handle(ctx, req):
         try:
             entries = select(_entries(ctx.broker, r.resource_type, r.resource_name),
                              r.configuration_keys)
-            code, message = ErrorCode.none, None
+            code, message = ErrorCode.none, ""  # Kafka's ApiError.NONE answers "", not null
         except KafkaError as e:
-            entries, code, message = [], e.code, e.message
+            entries, code, message = [], e.code, e.message or ""
         results.append(mod.DescribeConfigsResult(
             error_code=code, error_message=message, resource_type=r.resource_type,
             resource_name=r.resource_name,

@@ -6,21 +6,24 @@
 # start from the topic's override or else the topic default, as Kafka's
 # ConfigurationControlManager does. The resulting override set is validated as a whole
 # (INVALID_CONFIG), then stored and applied to the live partitions unless validate_only; an
-# unknown topic is UNKNOWN_TOPIC_OR_PARTITION. BROKER resources are refused with
-# INVALID_REQUEST as a non-dynamic config is in Kafka (kafkalite reads broker configs only at
-# startup). BROKER_LOGGER resources set (SET) or reset (DELETE) a Python logger's level using
+# unknown topic is UNKNOWN_TOPIC_OR_PARTITION. BROKER resources ("<node.id>", or "" for the
+# cluster-wide defaults) change that level's dynamic configs the same way (APPEND/SUBTRACT on
+# a non-list config: INVALID_CONFIG "Config value append is not allowed for config key"), then
+# validate, persist and apply the result (broker/dynamic_configs.py); DELETE is never refused,
+# as in Kafka. BROKER_LOGGER resources set (SET) or reset (DELETE) a Python logger's level using
 # log4j level names, validated as Kafka's RuntimeLoggerManager does; they are never persisted.
 # Gaps: GROUP and CLIENT_METRICS resources are INVALID_REQUEST.
 from __future__ import annotations
 
 import logging
 
-from ...config import TOPIC_PROP_MAP, format_value
+from ...config import PROPS, TOPIC_PROP_MAP, format_value
 from ...wire.errors import ErrorCode, KafkaError
+from .. import dynamic_configs
 from ..registry import api
 from ._configs import (BROKER, BROKER_LOGGER, LOG_LEVELS, ROOT_LOGGER, TOPIC,
-                       alter_response, apply_topic_configs, check_alter_resource,
-                       check_broker_change, loggers, node_id_of)
+                       alter_response, apply_topic_configs, broker_level,
+                       check_alter_resource, loggers, node_id_of)
 
 log = logging.getLogger("kafkalite.broker")
 
@@ -28,11 +31,15 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
-def _list_op(op: int, name: str, current: str | None, value: str) -> str:
-    prop = TOPIC_PROP_MAP.get(name)
+def _list_op(op: int, name: str, current: str | None, value: str, broker: bool = False) -> str:
+    """APPEND or SUBTRACT on a list config, from its value at this level or its default."""
+    prop = (PROPS if broker else TOPIC_PROP_MAP).get(name)
     if prop is None or prop.type != "list":
-        raise KafkaError(ErrorCode.invalid_config,
-                         f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+        if broker:  # checked by Kafka's broker before the controller sees it
+            message = f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {name}"
+        else:
+            message = f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST."
+        raise KafkaError(ErrorCode.invalid_config, message)
     base = current if current is not None else format_value(prop.default) or ""
     parts = [p for p in base.split(",") if p]
     for item in value.split(","):
@@ -43,7 +50,9 @@ def _list_op(op: int, name: str, current: str | None, value: str) -> str:
     return ",".join(parts)
 
 
-def _topic_configs(current: dict[str, str], ops) -> dict[str, str | None]:
+def _apply_ops(current: dict[str, str], ops, broker: bool = False) -> dict[str, str | None]:
+    """The resource's new config set (a topic's overrides, or a broker level's dynamic
+    configs) after `ops`."""
     new: dict[str, str | None] = dict(current)
     for c in ops:
         op = c.config_operation
@@ -52,7 +61,7 @@ def _topic_configs(current: dict[str, str], ops) -> dict[str, str | None]:
         elif op == DELETE:
             new.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
-            new[c.name] = _list_op(op, c.name, current.get(c.name), c.value)
+            new[c.name] = _list_op(op, c.name, current.get(c.name), c.value, broker)
         else:
             raise KafkaError(ErrorCode.invalid_request, f"Unknown operations type {op}")
     return new
@@ -98,14 +107,16 @@ def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
     if r.resource_type == TOPIC:
         topic = broker.logs.get(r.resource_name)
         current = dict(topic.configs) if topic is not None else {}
-        apply_topic_configs(broker, r.resource_name, _topic_configs(current, r.configs),
+        apply_topic_configs(broker, r.resource_name, _apply_ops(current, r.configs),
                             validate_only)
     elif r.resource_type == BROKER:
         for c in r.configs:
             if c.config_operation not in OP_NAMES:
                 raise KafkaError(ErrorCode.invalid_request,
                                  f"Unknown operations type {c.config_operation}")
-        check_broker_change(broker, r.resource_name, [c.name for c in r.configs])
+        level = broker_level(broker, r.resource_name)
+        new = _apply_ops(broker.config.dynamic[level], r.configs, broker=True)
+        dynamic_configs.alter(broker, level, new, validate_only)  # type: ignore[arg-type]
     elif r.resource_type == BROKER_LOGGER:
         _loggers(broker, r.resource_name, r.configs, validate_only)
     else:

@@ -6,8 +6,10 @@
 # auto.create.topics.enable and the request allows it (v4+ flag; always before v4), and
 # come back at once with their partitions (Kafka may first answer LEADER_NOT_AVAILABLE;
 # clients accept both). Invalid names get INVALID_TOPIC_EXCEPTION. Lookup by topic id
-# (v10+) answers UNKNOWN_TOPIC_ID for ids it does not know.
-# Gaps: authorized operations are not computed (Int.MIN, as Kafka when not requested).
+# (v10+) answers UNKNOWN_TOPIC_ID for ids it does not know. Authorized operations (v8+) are
+# Int.MIN unless requested; when requested, every operation Kafka supports on a TOPIC (on
+# every topic entry, errors included) and, v8-10, on the CLUSTER, as Kafka answers without
+# an authorizer (AuthHelper.authorizedOperations).
 from __future__ import annotations
 
 import uuid
@@ -17,12 +19,16 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from .describe_cluster import CLUSTER_OPS
 
 NO_OPS = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
+# AclOperation codes Kafka supports on TOPIC: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
+# DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
-def _topic_entry(mod, broker, topic: Topic):
+def _topic_entry(mod, broker, topic: Topic, ops: int):
     node = broker.node_id
     parts = tuple(make(mod.MetadataResponsePartition, error_code=ErrorCode.none,
                        partition_index=i, leader_id=node, leader_epoch=0,
@@ -30,12 +36,12 @@ def _topic_entry(mod, broker, topic: Topic):
                   for i in range(len(topic.partitions)))
     return make(mod.MetadataResponseTopic, error_code=ErrorCode.none, name=topic.name,
                 topic_id=topic.topic_id, is_internal=topic.internal, partitions=parts,
-                topic_authorized_operations=NO_OPS)
+                topic_authorized_operations=ops)
 
 
-def _error_entry(mod, name, code: ErrorCode, topic_id=ZERO_UUID):
+def _error_entry(mod, name, code: ErrorCode, ops: int, topic_id=ZERO_UUID):
     return make(mod.MetadataResponseTopic, error_code=code, name=name, topic_id=topic_id,
-                is_internal=False, partitions=(), topic_authorized_operations=NO_OPS)
+                is_internal=False, partitions=(), topic_authorized_operations=ops)
 
 
 @api(3, "Metadata", (0, 12))
@@ -44,9 +50,10 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(3, v)
     logs = b.logs
+    ops = TOPIC_OPS if getattr(req, "include_topic_authorized_operations", False) else NO_OPS
     entries = []
     if req.topics is None or (v == 0 and not req.topics):
-        entries = [_topic_entry(mod, b, t) for t in list(logs.topics.values())]
+        entries = [_topic_entry(mod, b, t, ops) for t in list(logs.topics.values())]
     else:
         allow = getattr(req, "allow_auto_topic_creation", True)
         for t in req.topics:
@@ -54,8 +61,8 @@ async def handle(ctx, req):
             tid = getattr(t, "topic_id", None)
             if name is None and tid is not None and tid != ZERO_UUID:
                 topic = logs.by_id.get(tid)
-                entries.append(_topic_entry(mod, b, topic) if topic else
-                               _error_entry(mod, None, ErrorCode.unknown_topic_id, tid))
+                entries.append(_topic_entry(mod, b, topic, ops) if topic else
+                               _error_entry(mod, None, ErrorCode.unknown_topic_id, ops, tid))
                 continue
             topic = logs.get(name)
             if topic is None:
@@ -63,12 +70,14 @@ async def handle(ctx, req):
                     validate_topic_name(name)
                     topic = b.auto_create(name) if allow else None
                 except KafkaError as e:
-                    entries.append(_error_entry(mod, name, e.code))
+                    entries.append(_error_entry(mod, name, e.code, ops))
                     continue
-            entries.append(_topic_entry(mod, b, topic) if topic else
-                           _error_entry(mod, name, ErrorCode.unknown_topic_or_partition))
+            entries.append(_topic_entry(mod, b, topic, ops) if topic else
+                           _error_entry(mod, name, ErrorCode.unknown_topic_or_partition, ops))
     broker = make(mod.MetadataResponseBroker, node_id=b.node_id, host=b.host, port=b.port,
                   rack=None)
+    cluster_ops = CLUSTER_OPS if getattr(req, "include_cluster_authorized_operations",
+                                         False) else NO_OPS
     return make(response_class(3, v), throttle_time=ZERO, brokers=(broker,),
                 cluster_id=b.logs.cluster_id, controller_id=b.node_id,
-                topics=tuple(entries), cluster_authorized_operations=NO_OPS)
+                topics=tuple(entries), cluster_authorized_operations=cluster_ops)

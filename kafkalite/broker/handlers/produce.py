@@ -10,10 +10,13 @@
 # refreshes metadata (as Kafka). acks=-1 with kafkalite.fsync.before.ack fsyncs first.
 # zstd batches below v7 get UNSUPPORTED_COMPRESSION_TYPE, as in Kafka's
 # ProduceRequest.validateRecords. Produce never auto-creates topics (Metadata does).
+# Record-level errors (v8+, KIP-467) name each refused record, as Kafka's: keyless records
+# in a compacted topic (INVALID_RECORD), records out of the timestamp bounds
+# (INVALID_TIMESTAMP). Records are read only on compacted topics, when the batch header's
+# timestamps are out of range, or with kafkalite.produce.validate.records (record_checks.py).
 # Gaps: transactions; topic compression.type other than `producer` is not applied
-# (batches are stored as sent); timestamp bounds are checked on the batch's base and max
-# timestamps, not per record. Records are decoded only on compacted topics (keyless ones
-# are INVALID_RECORD) or with kafkalite.produce.validate.records (see record_checks.py).
+# (batches are stored as sent); elsewhere timestamp bounds are checked on the batch's base
+# and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
 
 import logging
@@ -24,7 +27,7 @@ from ...log.segment import StorageError
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
 from ...wire.records import validate_produce_batch
-from ..record_checks import check_records
+from ..record_checks import RecordErrors, check_records
 from ..registry import api
 
 log = logging.getLogger("kafkalite.produce")
@@ -32,12 +35,19 @@ log = logging.getLogger("kafkalite.produce")
 _P3 = struct.Struct(">ihqq")     # index, error, base offset, log append time
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_NO_RECORD_ERRORS: tuple = ()
 ZSTD = 4
 
 
 def _partition_result(idx: int, code: int, base: int = -1, append_time: int = -1,
-                      start: int = -1, message: str | None = None) -> tuple:
-    return idx, code, base, append_time, start, message
+                      start: int = -1, message: str | None = None,
+                      record_errors: tuple | list = _NO_RECORD_ERRORS) -> tuple:
+    return idx, code, base, append_time, start, message, record_errors
+
+
+def _error_result(idx: int, e: KafkaError) -> tuple:
+    errors = e.record_errors if isinstance(e, RecordErrors) else _NO_RECORD_ERRORS
+    return _partition_result(idx, e.code, message=e.message, record_errors=errors)
 
 
 def encode_response(version: int, results: list[tuple[str, list[tuple]]]) -> bytes:
@@ -46,12 +56,18 @@ def encode_response(version: int, results: list[tuple[str, list[tuple]]]) -> byt
     for name, parts in results:
         out.append(string(name, flex))
         out.append(array_len(len(parts), flex))
-        for idx, code, base, append_time, start, message in parts:
+        for idx, code, base, append_time, start, message, *more in parts:
             out.append(_P3.pack(idx, code, base, append_time))
             if version >= 5:
                 out.append(_I64.pack(start))
             if version >= 8:
-                out.append(array_len(0, flex))
+                record_errors = more[0] if more else _NO_RECORD_ERRORS
+                out.append(array_len(len(record_errors), flex))
+                for batch_index, error_message in record_errors:
+                    out.append(_I32.pack(batch_index))
+                    out.append(string(error_message, flex))
+                    if flex:
+                        out.append(EMPTY_TAGS)
                 out.append(string(message, flex))
             if flex:
                 out.append(EMPTY_TAGS)
@@ -90,22 +106,6 @@ def legacy_response(frame: bytes, pos: int, version: int) -> bytes:
         raise MalformedRequest(f"truncated Produce v{version} request") from None
 
 
-def _check_timestamps(cfg, h, now: int) -> None:
-    if cfg.log_append_time:
-        return
-    if h.base_timestamp > h.max_timestamp:
-        # Only the batch's bounds are checked (no per-record work); a batch whose first
-        # record is later than its maximum is inconsistent and would hide later records.
-        raise KafkaError(ErrorCode.invalid_timestamp,
-                         f"baseTimestamp {h.base_timestamp} is after maxTimestamp "
-                         f"{h.max_timestamp}")
-    if now - h.base_timestamp > cfg.timestamp_before_max_ms \
-            or h.max_timestamp - now > cfg.timestamp_after_max_ms:
-        raise KafkaError(ErrorCode.invalid_timestamp,
-                         f"Timestamp {h.max_timestamp} of batch is out of range "
-                         f"(message.timestamp.before/after.max.ms)")
-
-
 def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
                  version: int = 11) -> tuple:
     """Validate and append one partition's batch; returns its partition result."""
@@ -114,11 +114,8 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
         # ProduceRequest.validateRecords: zstd needs Produce v7+ (KIP-110).
         raise KafkaError(ErrorCode.unsupported_compression_type,
                          "zstd-compressed batches need Produce v7 or later")
-    _check_timestamps(p.config, h, now)
-    compacted = "compact" in p.config.cleanup_policy
-    full = broker.config["kafkalite.produce.validate.records"]
-    if compacted or full:
-        check_records(records, h, p.config, now, compacted, full)
+    check_records(records, h, p.config, now, topic, idx,
+                  broker.config["kafkalite.produce.validate.records"])
     state = broker.producer_state(p) if h.producer_id >= 0 else None
     if state is not None:
         dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence,
@@ -163,7 +160,7 @@ async def handle(ctx, req):
                                           ctx.api_version))
                 touched.append(p)
             except KafkaError as e:
-                parts.append(_partition_result(idx, e.code, message=e.message))
+                parts.append(_error_result(idx, e))
             except StorageError as e:
                 log.error("Append to %s-%d failed: %s", name, idx, e)
                 parts.append(_partition_result(idx, ErrorCode.kafka_storage_error,
