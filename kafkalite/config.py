@@ -362,11 +362,19 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+DEVELOPMENT_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
+
+
 def load_config(path: str | None = None, sets: Iterable[str] = (),
                 environ: Mapping[str, str] | None = None) -> BrokerConfig:
     merged: dict[str, str] = {}
     if path:
         merged.update(read_properties(path))
+    else:
+        # No file: the out-of-the-box case, which Kafka's own shipped server.properties serves
+        # with 0 "for a better out-of-the-box experience for development and testing". A file
+        # that leaves it out gets Kafka's code default (3000), as with Kafka.
+        merged.update(DEVELOPMENT_DEFAULTS)
     merged.update(env_overrides(environ))
     for item in sets:
         if "=" not in item:

@@ -100,3 +100,18 @@ def test_json_log_format(tmp_path):
         rest = proc.communicate(timeout=30)[1]
     assert proc.returncode == 0
     assert all(json.loads(x) for x in rest.splitlines() if x.strip())
+
+
+def test_initial_rebalance_delay_is_0_without_a_config_file_and_kafkas_3000_with_one(tmp_path):
+    # Kafka's code default is 3000 ms; its shipped server.properties sets 0 for development.
+    assert load_config(environ={})["group.initial.rebalance.delay.ms"] == 0
+    f = tmp_path / "server.properties"
+    f.write_text("num.partitions=2\n")
+    assert load_config(str(f), environ={})["group.initial.rebalance.delay.ms"] == 3000
+    f.write_text("group.initial.rebalance.delay.ms=250\n")
+    assert load_config(str(f), environ={})["group.initial.rebalance.delay.ms"] == 250
+    env = {"KAFKALITE_GROUP_INITIAL_REBALANCE_DELAY_MS": "1500"}
+    assert load_config(environ=env)["group.initial.rebalance.delay.ms"] == 1500
+    assert load_config(sets=["group.initial.rebalance.delay.ms=7"],
+                       environ={})["group.initial.rebalance.delay.ms"] == 7
+
