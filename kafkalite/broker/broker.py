@@ -26,6 +26,7 @@ from ..wire.header import parse_fixed, response_header, skip_tagged_fields
 from .dynamic_configs import open_configs
 from .fetch_sessions import FetchSessionCache
 from .registry import HANDLERS
+from .unsupported import refusal
 from .stats import BrokerStats
 from .waiters import AppendNotifier
 
@@ -145,7 +146,7 @@ class Broker:
         api_key, version, corr, client_id, pos = parse_fixed(frame)
         handler = HANDLERS.get(api_key)
         if handler is None:
-            raise MalformedRequest(f"unknown API key {api_key}")
+            raise MalformedRequest(refusal(api_key))
         if not handler.min_version <= version <= handler.max_version:
             if api_key == API_VERSIONS_KEY:
                 from .handlers.api_versions import unsupported_version_body

@@ -11,12 +11,16 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make
 from ..registry import api
+from ..unsupported import log_refused_feature
 
 
 @api(22, "InitProducerId", (0, 5))
 async def handle(ctx, req):
     cls = response_class(22, ctx.api_version)
     if req.transactional_id is not None:
+        log_refused_feature("transactions (exactly-once)",
+                            f"InitProducerId with transactional.id {req.transactional_id!r} "
+                            f"from {ctx.client_id or ctx.peer}, answered INVALID_REQUEST")
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request,
                     producer_id=-1, producer_epoch=-1)
     pid = ctx.broker.pids.allocate()

@@ -1,0 +1,54 @@
+# Kafka features kafkalite does not serve yet, by API key, so that a client using one meets a
+# broker log line naming the feature instead of a silent closed connection. Only consulted
+# for keys with no registered handler: once a handler lands, its entry here is never read.
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger("kafkalite.broker")
+
+_FEATURES = {
+    "transactions (exactly-once)": {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn",
+                                    26: "EndTxn", 27: "WriteTxnMarkers",
+                                    28: "TxnOffsetCommit", 65: "DescribeTransactions",
+                                    66: "ListTransactions"},
+    "SASL authentication": {17: "SaslHandshake", 36: "SaslAuthenticate"},
+    "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
+    "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
+                          40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
+    "KIP-848 consumer groups (group.protocol=consumer)": {68: "ConsumerGroupHeartbeat",
+                                                          69: "ConsumerGroupDescribe"},
+    "KIP-932 share groups": {76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
+                             78: "ShareFetch", 79: "ShareAcknowledge"},
+    "client quotas": {48: "DescribeClientQuotas", 49: "AlterClientQuotas"},
+    "SCRAM credentials": {50: "DescribeUserScramCredentials",
+                          51: "AlterUserScramCredentials"},
+    "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
+                                   74: "ListClientMetricsResources"},
+    "replication and cluster membership (inter-broker and controller APIs)": {
+        4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown",
+        52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 56: "AlterPartition",
+        57: "UpdateFeatures", 58: "Envelope", 59: "FetchSnapshot", 62: "BrokerRegistration",
+        63: "BrokerHeartbeat", 64: "UnregisterBroker", 67: "AllocateProducerIds",
+        70: "ControllerRegistration", 73: "AssignReplicasToDirs"},
+}
+_BY_KEY = {key: (name, feature) for feature, apis in _FEATURES.items()
+           for key, name in apis.items()}
+_logged: set[str] = set()
+
+
+def refusal(api_key: int) -> str:
+    """Why a request with no handler is refused, naming the Kafka feature when known."""
+    known = _BY_KEY.get(api_key)
+    if known is None:
+        return f"unknown API key {api_key}"
+    name, feature = known
+    return f"{name} (API key {api_key}) is part of {feature}, which kafkalite does not serve"
+
+
+def log_refused_feature(feature: str, detail: str) -> None:
+    """One WARNING per feature per process: a client retrying forever must not flood it."""
+    if feature not in _logged:
+        _logged.add(feature)
+        log.warning("Refusing %s: %s (not supported by kafkalite yet; see COMPATIBILITY.md)",
+                    feature, detail)
