@@ -249,6 +249,22 @@ def wait_for_quiet(max_wait: float, threshold_cores: float = 0.3,
             "quiet": busy < threshold_cores}
 
 
+def measured_phase(mon: "ProcessMonitor | None", data_dir: str | None, quiet_wait: float,
+                   fn, *args, **kw) -> dict:
+    """Run one test `fn(*args, **kw)` with the broker's CPU and RSS accounted around it, after
+    its predecessors' writeback has drained (and, with `quiet_wait`, the machine is idle)."""
+    settled = settle_writeback(data_dir)
+    quiet = wait_for_quiet(quiet_wait) if quiet_wait > 0 else None
+    mark = mon.begin_phase() if mon else None
+    r = fn(*args, **kw)
+    if mon:
+        r["broker"] = mon.end_phase(mark)
+    r["writeback_wait"] = settled
+    if quiet is not None:
+        r["quiet_wait"] = quiet
+    return r
+
+
 class ProcessMonitor:
     """CPU and RSS of one process, overall and per named phase."""
 

@@ -135,3 +135,50 @@ def write(doc: dict, out_dir: str, stamp: str) -> list[str]:
             json.dump(doc, f, indent=2, sort_keys=False)
             f.write("\n")
     return paths
+
+
+def _span(rng: list | None, digits: int) -> str:
+    return f"{_n(rng[0], digits)}-{_n(rng[1], digits)}" if rng else ""
+
+
+def render_comparison(doc: dict) -> str:
+    """The side-by-side table of a --reference run: medians over the measured rounds."""
+    env = doc["environment"]
+    ka = doc["targets"]["kafka"]
+    rounds = len(doc["targets"]["kafkalite"]["rounds"])
+    lines = [f"kafkalite vs {doc['reference']}  {doc['started_at']}",
+             f"command: {doc['command']}",
+             f"librdkafka {env['librdkafka']}, confluent-kafka {env['confluent_kafka']}, "
+             f"Python {env['python']}, {env['cpus']} CPUs, kafkalite {env['kafkalite_commit']}",
+             f"{rounds} measured rounds per broker, alternating, after one uncounted warm-up "
+             f"round each; load average at start "
+             + "/".join(f"{x:.2f}" for x in doc.get("loadavg_start", ()))
+             + ", at end " + "/".join(f"{x:.2f}" for x in doc.get("loadavg_end", ())), ""]
+    head = (f"{'figure':<30}{'unit':>8}{'kafkalite':>12}{'Kafka':>12}{'ratio':>8}"
+            f"{'better':>8}  {'kafkalite range':>20}{'Kafka range':>20}{'ratio range':>14}")
+    lines += [head, "-" * len(head)]
+    for r in doc["comparison"]:
+        d = 1 if r["unit"] in ("MiB/s", "CPU s", "MiB") else 3 if r["unit"] in ("ms", "s") else 0
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        ahead = ""
+        if r["ratio"] is not None and r["ratio"] != 1:
+            ahead = " +" if (r["ratio"] > 1) == (r["better"] == "higher") else " -"
+        lines.append(f"{r['figure']:<30}{r['unit']:>8}{_n(r['kafkalite'], d):>12}"
+                     f"{_n(r['kafka'], d):>12}{ratio:>8}{r['better']:>8}{ahead:2}"
+                     f"{_span(r['kafkalite_range'], d):>18}{_span(r['kafka_range'], d):>20}"
+                     f"{_span(r['ratio_range'], 2):>14}")
+    lines.append("(ratio = kafkalite / Kafka of the medians; 'better' says which direction "
+                 "favours a broker, + marks kafkalite ahead, - behind; ranges are min-max over "
+                 "the rounds, the ratio range pairs round i of each. Kafka's startup includes "
+                 f"serve.sh formatting its data dir; its heap: {ka.get('heap')})")
+    for name, t in doc["targets"].items():
+        others = [r["broker"]["other_processes_cores"] for rnd in t["rounds"]
+                  for r in rnd.values() if r.get("broker")]
+        if others:
+            lines.append(f"{name}: unrelated processes used up to {max(others):.2f} cores "
+                         "during its tests (high means contention, not the broker)")
+        for w in t["warnings"]:
+            lines.append(f"WARNING ({name}): {w}")
+    for w in doc.get("warnings", []):
+        lines.append(f"WARNING: {w}")
+    return "\n".join(lines)

@@ -23,6 +23,8 @@ import tempfile
 import time
 import uuid
 
+from . import compare
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -54,10 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "HEAD), extracted to a temp dir, instead of the working tree")
     ap.add_argument("--broker-pid", type=int,
                     help="with --bootstrap: the broker's pid, for CPU/RSS accounting")
-    ap.add_argument("--messages", type=int, default=10_000_000,
-                    help="records per produce test for sizes < 1000 B (default 10,000,000)")
-    ap.add_argument("--messages-large", type=int, default=2_000_000,
-                    help="records per produce test for sizes >= 1000 B (default 2,000,000)")
+    ap.add_argument("--messages", type=int,
+                    help="records per produce test for sizes < 1000 B (default 10,000,000; "
+                         "4,000,000 with --reference)")
+    ap.add_argument("--messages-large", type=int,
+                    help="records per produce test for sizes >= 1000 B (default 2,000,000; "
+                         "800,000 with --reference)")
     ap.add_argument("--sizes", default="100,1024", help="record value sizes in bytes")
     ap.add_argument("--acks", default="1,all", help="acks settings to produce with")
     ap.add_argument("--partitions", type=int, default=4)
@@ -96,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "only for attribution (`python -m benchmarks.profile_summary FILE`)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="directory for <timestamp>.json and latest.json")
+    compare.add_arguments(ap)
     return ap
 
 
@@ -176,20 +181,8 @@ def _ceiling(r: dict, count_key: str) -> None:
 
 
 def _phase(mon, fn, *args, **kw) -> dict:
-    from .broker_proc import settle_writeback
-    settled = settle_writeback(DATA_DIR)
-    quiet = None
-    if QUIET_WAIT > 0:
-        from .broker_proc import wait_for_quiet
-        quiet = wait_for_quiet(QUIET_WAIT)
-    mark = mon.begin_phase() if mon else None
-    r = fn(*args, **kw)
-    if mon:
-        r["broker"] = mon.end_phase(mark)
-    r["writeback_wait"] = settled
-    if quiet is not None:
-        r["quiet_wait"] = quiet
-    return r
+    from .broker_proc import measured_phase
+    return measured_phase(mon, DATA_DIR, QUIET_WAIT, fn, *args, **kw)
 
 
 def _topic(w, bootstrap: str, name: str, partitions: int, doc: dict) -> dict:
@@ -277,6 +270,7 @@ def _progress(label: str, r: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    compare.resolve_counts(args)
     global QUIET_WAIT, DATA_DIR
     QUIET_WAIT = args.wait_for_quiet
     from .broker_proc import (ProcessMonitor, export_revision, python_startup_s,
@@ -299,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         src, sha = export_revision(os.path.dirname(HERE), args.broker_rev)
         doc["environment"]["kafkalite_commit"] = f"{sha[:10]} (--broker-rev {args.broker_rev})"
+    if args.reference:
+        try:
+            return compare.main(args, doc, settings, src, f"{started:%Y%m%dT%H%M%SZ}")
+        finally:
+            if src:
+                shutil.rmtree(src, ignore_errors=True)
     t_run = time.perf_counter()
 
     if args.spawn:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import pytest
 
@@ -49,3 +50,47 @@ def test_raw_metadata_probe_answers():
 def test_only_loopback_targets(addr):
     with pytest.raises(argparse.ArgumentTypeError):
         run._loopback_only(addr)
+
+
+def _reference_missing() -> str | None:
+    from benchmarks.kafka_ref import unavailable_reason
+    return unavailable_reason()
+
+
+@pytest.mark.skipif(_reference_missing() is not None,
+                    reason=f"Apache Kafka reference unavailable: {_reference_missing()}")
+def test_reference_kafka_side_by_side(tmp_path):
+    """--reference kafka end to end with tiny counts: both brokers start, every figure is
+    measured on each, the JVM (not serve.sh's shell) is the process accounted, and both are
+    gone afterwards."""
+    rc = run.main(["--spawn", "--reference", "kafka", "--sizes", "1024", "--acks", "all",
+                   "--messages-large", "3000", "--latency-rate", "200", "--latency-seconds", "1",
+                   "--sync-produce", "100", "--warmup-scale", "0.2", "--startup-runs", "0",
+                   "--rounds", "2", "--phase-timeout", "60", "--out", str(tmp_path)])
+    assert rc == 0
+    doc = json.loads((tmp_path / "latest.json").read_text())
+    kl, ka = doc["targets"]["kafkalite"], doc["targets"]["kafka"]
+    for t in (kl, ka):
+        assert len(t["rounds"]) == 2 and t["warmup"]
+        assert set(t["rounds"][0]) == {"produce 1024 B acks=all", "consume 1024 B",
+                                       "consume 1024 B group", "latency", "sync produce"}
+        assert all(r["complete"] for rnd in t["rounds"] for r in rnd.values())
+        assert t["exit_code"] is not None
+    assert not os.path.exists(f"/proc/{ka['pid']}") and not os.path.exists(f"/proc/{kl['pid']}")
+    # a JVM with a 512 MiB heap is far above any Python process: the JVM was measured
+    assert ka["rss_mib_vmhwm"] > 256
+    rows = {r["figure"]: r for r in doc["comparison"]}
+    row = rows["produce 1024 B acks=all"]
+    assert row["better"] == "higher" and row["unit"] == "MiB/s"
+    assert row["ratio"] == pytest.approx(row["kafkalite"] / row["kafka"], rel=1e-2)
+    assert row["kafka_range"][0] <= row["kafka"] <= row["kafka_range"][1]
+    assert rows["sync produce p99"]["better"] == "lower"
+    assert rows["broker peak RSS (VmHWM)"]["kafka"] == ka["rss_mib_vmhwm"]
+
+
+def test_reference_without_java_is_skipped_with_a_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # no bin/java there
+    rc = run.main(["--spawn", "--reference", "kafka", "--quick", "--out", str(tmp_path)])
+    assert rc == 3
+    assert "--reference kafka skipped: no java found" in capsys.readouterr().err
+    assert not (tmp_path / "latest.json").exists()

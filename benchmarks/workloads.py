@@ -132,9 +132,11 @@ def produce(bootstrap: str, topic: str, size: int, acks: str, count: int,
 
 
 def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, count: int,
-            timeout: float) -> dict:
+            timeout: float, group: bool = False) -> dict:
     """Read `count` records of `topic` from the beginning of `partitions` (a count: all of
-    0..n-1; or a list of partition indexes)."""
+    0..n-1; or a list of partition indexes). With `group`, subscribe() as a fresh consumer
+    group instead (JoinGroup/SyncGroup, then the assigned partitions from the start), as
+    applications do; the join happens before the first message, so outside the rate."""
     parts = list(range(partitions)) if isinstance(partitions, int) else list(partitions)
     c = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
@@ -151,7 +153,10 @@ def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, 
         cpu0 = time.process_time()
         t0 = time.perf_counter()
         deadline = t0 + timeout
-        c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in parts])
+        if group:
+            c.subscribe([topic])
+        else:
+            c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in parts])
         while got < count and time.perf_counter() < deadline:
             # consume(n) returns early only once it has n messages: ask for no more than
             # are still due, or the last batch would wait out the timeout.
@@ -178,7 +183,7 @@ def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, 
     rate = _rate(got - first_batch, size, steady)
     if got - first_batch <= 0 or steady <= 0:  # tiny run: everything came in one batch
         basis, steady, rate = "whole span (one batch)", elapsed, overall
-    return {"size": size, "topic": topic, "requested": count, "received": got,
+    return {"size": size, "topic": topic, "group": group, "requested": count, "received": got,
             "seconds": round(steady, 3), **rate, "rate_basis": basis,
             "first_message_s": round(first, 3) if first is not None else None,
             "seconds_incl_first": round(elapsed, 3),
@@ -264,17 +269,54 @@ def latency(bootstrap: str, topic: str, partitions: int, rate: int, seconds: flo
     finally:
         stop.set()
         th.join(5)
+    return {"rate_per_s": rate, "seconds": seconds, "size": size, "acks": acks,
+            "sent": total, "received": len(lat_ns), "achieved_send_rate": round(total / send_s),
+            **_percentiles(lat_ns), "errors": errors,
+            "complete": len(lat_ns) == total and not errors}
+
+
+def _percentiles(lat_ns: list[int]) -> dict:
     ms = sorted(x / 1e6 for x in lat_ns)
 
     def pct(q: float) -> float | None:
         return round(ms[min(len(ms) - 1, int(q * len(ms)))], 3) if ms else None
 
-    return {"rate_per_s": rate, "seconds": seconds, "size": size, "acks": acks,
-            "sent": total, "received": len(ms), "achieved_send_rate": round(total / send_s),
-            "p50_ms": pct(0.50), "p90_ms": pct(0.90), "p99_ms": pct(0.99),
+    return {"p50_ms": pct(0.50), "p90_ms": pct(0.90), "p99_ms": pct(0.99),
             "p999_ms": pct(0.999), "max_ms": round(ms[-1], 3) if ms else None,
-            "mean_ms": round(sum(ms) / len(ms), 3) if ms else None,
-            "errors": errors, "complete": len(ms) == total and not errors}
+            "mean_ms": round(sum(ms) / len(ms), 3) if ms else None}
+
+
+def sync_produce(bootstrap: str, topic: str, count: int, size: int = 100, acks: str = "1",
+                 warmup: int = 50, timeout: float = 30.0) -> dict:
+    """One record at a time, each waited for (flush) before the next, as a request/response
+    application does: the figure is the Produce round trip as the client sees it."""
+    errors: list[str] = []
+
+    def on_delivery(err, _msg) -> None:
+        if err is not None and len(errors) < 10:
+            errors.append(str(err))
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0,
+                  "compression.type": "none", "enable.idempotence": False,
+                  "on_delivery": on_delivery})
+    p.list_topics(topic, timeout=10)
+    payload = os.urandom(size)
+    clock = time.perf_counter_ns
+    lat_ns: list[int] = []
+    deadline = time.perf_counter() + timeout
+    for i in range(warmup + count):
+        if time.perf_counter() >= deadline:
+            break
+        t0 = clock()
+        p.produce(topic, payload)
+        if p.flush(10) != 0:
+            errors.append("not acknowledged within 10 s")
+            break
+        if i >= warmup:
+            lat_ns.append(clock() - t0)
+    return {"size": size, "acks": acks, "sent": count, "received": len(lat_ns),
+            **_percentiles(lat_ns), "errors": errors,
+            "complete": len(lat_ns) == count and not errors}
 
 
 def _consume_child(q, *args) -> None:
