@@ -2,10 +2,11 @@
 # tick with a FakeClock (KIP-360: an expired producer starts again at any sequence), Kafka's
 # snapshot format checked byte for byte against files Apache Kafka 3.8.0 wrote, what a start
 # loads (Kafka's stray and range rules, a corrupt newest file, kafkalite 0.1.0's JSON),
-# snapshots written at each roll on the snapshot thread, and a crash followed by a replay of
-# the tail only.
+# snapshots written at each roll on the snapshot thread, a crash followed by a replay of the
+# tail only, and the producer-id allocator reserving blocks off the event loop.
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -18,7 +19,8 @@ from kafkalite.broker.broker import Broker
 from kafkalite.clock import FakeClock
 from kafkalite.config import BrokerConfig
 from kafkalite.coordinator import producer_snapshot as snap
-from kafkalite.coordinator.producers import PartitionProducers
+from kafkalite.coordinator.producers import PartitionProducers, ProducerIdAllocator
+from kafkalite.fileio import atomic_write
 from kafkalite.wire.errors import ErrorCode, KafkaError
 from kafkalite.wire.records import parse_header
 
@@ -294,3 +296,55 @@ async def test_clean_shutdown_snapshots_at_the_log_end(tmp_path):
     assert snap.list_offsets(str(tmp_path / "data" / "idle-0")) == []  # nothing appended
     [(pid, _e, seq, last, delta, _ts)] = snap.read(str(tmp_path / "data" / "s-0"), 3)
     assert (pid, seq, last, delta) == (8, 2, 2, 2)
+
+
+# --- producer ids -------------------------------------------------------------------------
+
+async def test_producer_id_blocks_are_reserved_ahead_off_the_event_loop(tmp_path):
+    path = str(tmp_path / "producer-ids")
+    writes = []
+
+    def write(p, data):
+        writes.append(threading.current_thread() is threading.main_thread())
+        atomic_write(p, data)
+    pids = ProducerIdAllocator(path, block=4, write=write)
+    ids = [await pids.allocate()]  # the first block after a start is awaited once
+    for _ in range(19):
+        for _wait in range(10_000):  # InitProducerId requests arrive slower than a disk sync
+            if not pids.reserving:
+                break
+            await asyncio.sleep(0.001)
+        coro = pids.allocate()
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            ids.append(done.value)
+        else:
+            coro.close()
+            pytest.fail("allocate() waited for a block")
+        with open(path) as f:
+            assert int(f.read()) > ids[-1]  # durable before it is handed out
+    assert ids == list(range(20))
+    assert writes and not any(writes)  # every fsync ran off the event loop's thread
+
+
+async def test_no_producer_id_is_handed_out_twice_after_a_crash(tmp_path):
+    path = str(tmp_path / "producer-ids")
+    before = ProducerIdAllocator(path, block=4)
+    handed = [await before.allocate() for _ in range(6)]
+    after = ProducerIdAllocator(path, block=4)  # the first one crashed, mid-block
+    assert await after.allocate() > max(handed)
+
+    calls = []
+
+    def full_disk_after_one_block(p, data):
+        calls.append(data)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        atomic_write(p, data)
+    stuck = ProducerIdAllocator(path, block=4, write=full_disk_after_one_block)
+    got = [await stuck.allocate() for _ in range(4)]
+    with pytest.raises(OSError):  # no id beyond the durable block
+        await stuck.allocate()
+    with open(path) as f:
+        assert max(got) < int(f.read())
