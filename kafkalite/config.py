@@ -118,6 +118,7 @@ BROKER_PROPS: list[Prop] = [
     Prop("transaction.state.log.min.isr", "int", 1),
     Prop("transactional.id.expiration.ms", "int", 604800000),
     Prop("producer.id.expiration.ms", "int", 86400000, _at_least(1), read_only=False),
+    Prop("producer.id.expiration.check.interval.ms", "int", 600000, _at_least(1)),
     Prop("group.initial.rebalance.delay.ms", "int", 3000, _at_least(0)),
     Prop("group.min.session.timeout.ms", "int", 6000, _at_least(0)),
     Prop("group.max.session.timeout.ms", "int", 1800000, _at_least(0)),

@@ -243,6 +243,7 @@ class KafkaServer:
                     self.broker.logs.apply_retention(now_ms)
                 if self.broker.groups is not None:
                     self.broker.groups.tick(now_ms)
+                self.broker.expire_producers(now_ms)
             except Exception:
                 log.exception("Housekeeping failed; will retry")
 

@@ -30,7 +30,9 @@ from .torn_damage import PARTS, TOPIC, Baseline, Expect, PBatch, damage
 
 SETTINGS = {"log.segment.bytes": "24576", "log.index.interval.bytes": "512",
             "log.retention.check.interval.ms": "3600000", "log.retention.ms": "-1"}
-T0 = 1_700_000_000_000
+# Recent timestamps: a producer whose last batch is older than producer.id.expiration.ms
+# (a day) is forgotten at start, as by Kafka, and its retries would no longer be duplicates.
+T0 = int(time.time() * 1000) - 3_600_000
 
 # Damage applied to a stopped broker's files (torn_damage.damage).
 KINDS_UNCLEAN = ("truncate_log", "flip_log_tail", "zero_tail", "truncate_index",

@@ -138,16 +138,16 @@ def damage(kind: str, case_dir: str, base: Baseline, rnd: random.Random) -> Expe
             f.write(b'{"name": "' + TOPIC.encode() + b'", "topic_id": "12')
         with open(os.path.join(meta, TOPIC + ".json.tmp"), "wb") as f:
             f.write(b'{"name": "half')
-        with open(os.path.join(pdir, "producer.snapshot.tmp"), "wb") as f:
-            f.write(b'{"offset": 12, "producers": {"0": [0, [[0, ')
+        with open(os.path.join(pdir, "%020d.snapshot.tmp" % leo[p]), "wb") as f:
+            f.write(b"\x00\x01\x12\x34")
         with open(os.path.join(pdir, "log-start-offset.tmp"), "wb") as f:
             f.write(b"99")
         exp.detail = f"half-written .tmp files in the topic metadata and {TOPIC}-{p}"
-    elif kind == "torn_snapshot":
-        snap = os.path.join(pdir, "producer.snapshot")
-        n = os.path.getsize(snap)
-        os.truncate(snap, rnd.randrange(0, max(n, 1)))
-        exp.detail = f"producer.snapshot of {TOPIC}-{p} cut to fewer than {n} bytes"
+    elif kind == "torn_snapshot":  # the newest producer snapshot, the shutdown's
+        snap = max(n for n in os.listdir(pdir) if n.endswith(".snapshot"))
+        n = os.path.getsize(os.path.join(pdir, snap))
+        os.truncate(os.path.join(pdir, snap), rnd.randrange(0, max(n, 1)))
+        exp.detail = f"{snap} of {TOPIC}-{p} cut to fewer than {n} bytes"
     else:
         raise ValueError(kind)
     return exp

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ..clock import Clock, SystemClock
 from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
+from ..coordinator.producer_state import ProducerStates
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
@@ -56,6 +57,7 @@ class Broker:
         self.pids: ProducerIdAllocator | None = None
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.groups: GroupCoordinator | None = None  # set by open()
+        self.producers = ProducerStates(config, self.clock)
         self.fetch_sessions = FetchSessionCache()
         self.stats = BrokerStats()
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
@@ -70,8 +72,10 @@ class Broker:
         self.logs.open()
         state_dir = os.path.join(self.logs.data_dir, ".kafkalite")
         self.pids = ProducerIdAllocator(os.path.join(state_dir, "producer-ids"))
-        for p in self.logs.all_partitions():
-            self._load_producer_state(p)
+        t0 = time.monotonic()
+        replayed = sum(self._load_producer_state(p) for p in self.logs.all_partitions())
+        log.info("Loaded producer state in %.3fs (%d batch headers replayed)",
+                 time.monotonic() - t0, replayed)
         groups = GroupCoordinator(self.config, self.logs, self.create_topic,
                                   self.notifier.notify, lambda: self.closing, clock=self.clock)
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
@@ -83,27 +87,20 @@ class Broker:
         self.notifier.wake_all()
         if self.groups is not None:
             self.groups.close()
-        if clean:
-            for p in self.logs.all_partitions():
-                self.producer_state(p).save(p.directory, p.log_end_offset)
+        self.producers.close(self.logs.all_partitions() if clean else ())
         self.logs.close(clean=clean)
 
-    def _load_producer_state(self, p: PartitionLog) -> None:
-        state = PartitionProducers()
-        start = state.load(p.directory)
-        if start > p.log_end_offset:  # the log lost its tail: rebuild from scratch
-            state = PartitionProducers()
-            start = p.log_start_offset
-        for h in p.iter_batch_headers(start):
-            if h.producer_id >= 0 and h.base_offset >= start:
-                state.update(h.producer_id, h.producer_epoch, h.base_sequence,
-                             h.last_offset_delta, h.base_offset)
-        p.producer_state = state
+    def _load_producer_state(self, p: PartitionLog) -> int:
+        """From the newest snapshot and the batch headers after it; returns how many
+        headers were replayed."""
+        return self.producers.load(p)
 
     def producer_state(self, p: PartitionLog) -> PartitionProducers:
-        if p.producer_state is None:
-            p.producer_state = PartitionProducers()
-        return p.producer_state  # type: ignore[return-value]
+        return self.producers.state(p)
+
+    def expire_producers(self, now_ms: int | None = None) -> int:
+        """For the periodic tick: see ProducerStates.expire (`now_ms` is wall-clock time)."""
+        return self.producers.expire(self.logs.all_partitions(), now_ms)
 
     async def sync(self, partitions) -> None:
         """fsync what `partitions` hold (kafkalite.fsync.before.ack), off the event loop and
@@ -118,8 +115,14 @@ class Broker:
                      internal: bool = False) -> Topic:
         topic = self.logs.create_topic(name, partitions, configs, internal)
         for p in topic.partitions:
-            p.producer_state = PartitionProducers()
+            self.producers.attach(p)
         return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        known = len(self.logs.topics[name].partitions)
+        self.logs.add_partitions(name, total)
+        for p in self.logs.topics[name].partitions[known:]:
+            self.producers.attach(p)
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.logs.delete_topic(name)

@@ -1,36 +1,40 @@
 # Idempotent producers: producer-id allocation and per-partition sequence checks.
 #
-# As Kafka's ProducerStateManager: each partition remembers, per producer id, its epoch and
-# the last five batches' (first seq, last seq, base offset). A retried batch that matches one
-# of them is a duplicate and is acknowledged with its original offset; a gap or reordering is
-# OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is INVALID_PRODUCER_EPOCH; a producer this
-# partition has no state for may start at any sequence (KIP-360: its state may have expired).
-# Sequences wrap from 2^31-1 to 0. State is snapshotted to `producer.snapshot` in the
-# partition directory (at roll and clean shutdown) and rebuilt past the snapshot from batch
-# headers, so it survives restarts and crashes.
+# As Kafka's ProducerStateManager: each partition remembers, per producer id, its epoch, the
+# max timestamp of its last batch and its last five batches' (first seq, last seq, base
+# offset). A retried batch that matches one of them is a duplicate and is acknowledged with
+# its original offset; a gap or reordering is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is
+# INVALID_PRODUCER_EPOCH; a producer this partition has no state for may start at any
+# sequence (KIP-360: its state may have expired). Sequences wrap from 2^31-1 to 0.
+#
+# Expiry (producer.id.expiration.ms): a producer whose last batch's timestamp is that old is
+# forgotten, as Kafka's removeExpiredProducers (there are no transactions to keep one alive).
+#
+# Persistence, as Kafka: a snapshot file (producer_snapshot.py, Kafka's format) at each roll
+# and at clean shutdown holds each producer's last batch only; at start the newest usable
+# snapshot is loaded and the batch headers after it are replayed. So after a restart the
+# newest batch of each producer, and every batch of the replayed tail, is recognised as a
+# duplicate; an older retried batch gets OUT_OF_ORDER_SEQUENCE_NUMBER, as from Kafka.
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import logging
 import os
-from collections import deque
-from dataclasses import dataclass, field
+import struct
+from typing import Callable, Iterable, Iterator
 
 from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
+from . import producer_snapshot as snap
+
+log = logging.getLogger("kafkalite.producers")
 
 INT32_MAX = 2**31 - 1
 CACHED_BATCHES = 5
-SNAPSHOT = "producer.snapshot"
-
-
-@dataclass
-class _Entry:
-    epoch: int
-    batches: deque = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
-
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1][1] if self.batches else -1
+_BATCH = struct.Struct("=iiq")  # first sequence, last sequence, base offset
+_RING = CACHED_BATCHES * _BATCH.size
 
 
 def _next_seq(seq: int) -> int:
@@ -42,12 +46,39 @@ def _last_seq(base_seq: int, last_delta: int) -> int:
     return s - INT32_MAX - 1 if s > INT32_MAX else s
 
 
+class ProducerEntry:
+    """One producer's state in one partition. The cached batches are packed in one bytes
+    object, oldest first: a few hundred bytes per producer, where a deque of tuples of ints
+    took 1.7 KB. Never modified once made (an update replaces it), so a copy of the dict of
+    entries is a consistent snapshot that another thread can encode."""
+
+    __slots__ = ("epoch", "timestamp", "batches")
+
+    def __init__(self, epoch: int, timestamp: int, batches: bytes = b""):
+        self.epoch = epoch
+        self.timestamp = timestamp
+        self.batches = batches
+
+    def cached(self) -> Iterator[tuple[int, int, int]]:
+        """(first seq, last seq, base offset) of each cached batch, oldest first."""
+        return _BATCH.iter_unpack(self.batches)
+
+    def last_batch(self) -> tuple[int, int, int] | None:
+        b = self.batches
+        return _BATCH.unpack_from(b, len(b) - _BATCH.size) if b else None
+
+    @property
+    def last_seq(self) -> int:
+        last = self.last_batch()
+        return last[1] if last else -1
+
+
 class PartitionProducers:
     """Producer state of one partition."""
 
     def __init__(self) -> None:
-        self.producers: dict[int, _Entry] = {}
-        self.snapshot_offset = 0
+        self.producers: dict[int, ProducerEntry] = {}
+        self.snapshots: list[int] = []  # offsets of this partition's snapshot files, ascending
 
     def check(self, pid: int, epoch: int, base_seq: int, last_delta: int) -> int | None:
         """Validate a batch before append; returns the original base offset of a duplicate,
@@ -64,68 +95,185 @@ class PartitionProducers:
                                  f"Invalid sequence {base_seq} for new epoch {epoch} of "
                                  f"producer {pid}: expected 0")
             return None
+        current = e.last_seq
+        if base_seq == _next_seq(current):
+            return None  # the common case; five cached batches never span 2^31 sequences
         last = _last_seq(base_seq, last_delta)
-        for first_s, last_s, base_off in e.batches:
+        for first_s, last_s, base_off in e.cached():
             if first_s == base_seq and last_s == last:
                 return base_off
-        if e.batches and base_seq != _next_seq(e.last_seq):
-            raise KafkaError(ErrorCode.out_of_order_sequence_number,
-                             f"Out of order sequence number for producer {pid}: {base_seq} "
-                             f"(incoming), {e.last_seq} (current end sequence)")
-        return None
+        raise KafkaError(ErrorCode.out_of_order_sequence_number,
+                         f"Out of order sequence number for producer {pid}: {base_seq} "
+                         f"(incoming), {current} (current end sequence)")
 
-    def update(self, pid: int, epoch: int, base_seq: int, last_delta: int,
-               base_offset: int) -> None:
+    def update(self, pid: int, epoch: int, base_seq: int, last_delta: int, base_offset: int,
+               timestamp: int) -> None:
+        """Record an appended batch; `timestamp` is its max timestamp, as stored."""
+        packed = _BATCH.pack(base_seq, _last_seq(base_seq, last_delta), base_offset)
         e = self.producers.get(pid)
         if e is None or epoch != e.epoch:
-            e = self.producers[pid] = _Entry(epoch)
-        e.batches.append((base_seq, _last_seq(base_seq, last_delta), base_offset))
+            self.producers[pid] = ProducerEntry(epoch, timestamp, packed)
+            return
+        b = e.batches
+        self.producers[pid] = ProducerEntry(
+            epoch, timestamp, (b[_BATCH.size:] if len(b) >= _RING else b) + packed)
 
-    # --- persistence ----------------------------------------------------------------------
+    def expire(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers whose last batch is `expiration_ms` old; returns how many."""
+        doomed = [pid for pid, e in self.producers.items()
+                  if now_ms - e.timestamp >= expiration_ms]
+        for pid in doomed:
+            del self.producers[pid]
+        return len(doomed)
 
-    def save(self, directory: str, offset: int) -> None:
-        data = {"offset": offset,
-                "producers": {str(pid): [e.epoch, list(e.batches)]
-                              for pid, e in self.producers.items()}}
-        # Not fsynced: a lost snapshot only means a longer replay of batch headers at start.
-        atomic_write(os.path.join(directory, SNAPSHOT), json.dumps(data).encode(),
-                     durable=False)
-        self.snapshot_offset = offset
+    # --- snapshots ------------------------------------------------------------------------
 
-    def load(self, directory: str) -> int:
-        """Load the snapshot; returns the offset from which batches must be replayed."""
+    def snapshot(self) -> bytes:
+        """The snapshot file's bytes: each producer with its last batch, as Kafka keeps it."""
+        return encode_snapshot(self.producers)
+
+    def frozen_snapshot(self) -> Callable[[], bytes]:
+        """The current state's snapshot, to be encoded later, on another thread: copying the
+        dict is all the caller's thread does."""
+        return functools.partial(encode_snapshot, dict(self.producers))
+
+    def restore(self, entries: Iterable[snap.Entry], now_ms: int, expiration_ms: int) -> None:
+        for pid, epoch, last_s, last_off, delta, ts in entries:
+            if now_ms - ts >= expiration_ms:
+                continue  # as Kafka's loadFromSnapshot, expired producers are not loaded
+            batch = b"" if last_off < 0 else _BATCH.pack(
+                (last_s - delta) & INT32_MAX, last_s, last_off - delta)
+            self.producers[pid] = ProducerEntry(epoch, ts, batch)
+
+    def load(self, directory: str, log_start: int, log_end: int, segment_bases: list[int],
+             now_ms: int, expiration_ms: int) -> tuple[int, bool]:
+        """Load the newest usable snapshot, deleting the ones Kafka's loader deletes (strays
+        that match no segment, except the newest one past the last segment's base, and those
+        outside (log start, log end]). Returns the offset from which the log must be
+        replayed, and whether the state came from an older kafkalite's JSON file."""
+        offsets = snap.list_offsets(directory, remove_unfinished=True)
+        bases = set(segment_bases)
+        strays = [o for o in offsets if o not in bases]
+        newest_stray = strays[-1] if strays and strays[-1] > max(bases) else None
+        keep = [o for o in offsets
+                if (o in bases or o == newest_stray) and log_start < o <= log_end]
+        snap.delete(directory, sorted(set(offsets) - set(keep)))
+        while keep:
+            try:
+                entries = snap.read(directory, keep[-1])
+            except (snap.CorruptSnapshot, OSError) as e:
+                log.warning("Producer snapshot %s in %s is unusable (%s); trying an older one",
+                            snap.file_name(keep[-1]), directory, e)
+                snap.delete(directory, [keep.pop()])
+                continue
+            self.restore(entries, now_ms, expiration_ms)
+            self.snapshots = keep
+            return keep[-1], False
+        legacy = self._load_legacy(directory, log_start, log_end, now_ms)
+        if legacy is not None:
+            return legacy, True
+        return log_start, False
+
+    def _load_legacy(self, directory: str, log_start: int, log_end: int,
+                     now_ms: int) -> int | None:
+        """The JSON file of kafkalite 0.1.0 (written at clean shutdown, with up to five
+        batches per producer and no timestamps: they count from now). Removed once the
+        first snapshot in Kafka's format is written."""
         try:
-            with open(os.path.join(directory, SNAPSHOT)) as f:
+            with open(os.path.join(directory, snap.LEGACY)) as f:
                 data = json.load(f)
-            for pid, (epoch, batches) in data["producers"].items():
-                e = self.producers[int(pid)] = _Entry(epoch)
-                e.batches.extend(tuple(b) for b in batches)
-            self.snapshot_offset = int(data["offset"])
-        except (FileNotFoundError, ValueError, KeyError, TypeError):
-            self.producers.clear()
-            self.snapshot_offset = 0
-        return self.snapshot_offset
+            offset = int(data["offset"])
+            producers = {int(pid): ProducerEntry(epoch, now_ms, b"".join(
+                _BATCH.pack(*b) for b in batches[-CACHED_BATCHES:]))
+                for pid, (epoch, batches) in data["producers"].items()}
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, struct.error) as e:
+            log.warning("Ignoring unreadable %s in %s: %s", snap.LEGACY, directory, e)
+            return None
+        if not log_start <= offset <= log_end:
+            return None
+        self.producers = producers
+        return offset
+
+    def take_obsolete(self, first_segment_base: int) -> list[int]:
+        """Forget and return the snapshots below the first segment: Kafka deletes a
+        segment's snapshot with the segment."""
+        n = 0
+        while n < len(self.snapshots) and self.snapshots[n] < first_segment_base:
+            n += 1
+        doomed, self.snapshots = self.snapshots[:n], self.snapshots[n:]
+        return doomed
+
+
+def encode_snapshot(producers: dict[int, ProducerEntry]) -> bytes:
+    return snap.encode(_entries(producers))
+
+
+def _entries(producers: dict[int, ProducerEntry]) -> Iterator[snap.Entry]:
+    for pid, e in producers.items():
+        last = e.last_batch()
+        if last is None:
+            yield pid, e.epoch, -1, -1, 0, e.timestamp
+            continue
+        first_s, last_s, base = last
+        delta = (last_s - first_s) & INT32_MAX
+        yield pid, e.epoch, last_s, base + delta, delta, e.timestamp
 
 
 class ProducerIdAllocator:
-    """Hands out producer ids, persisted in blocks so that no id is reused after a crash."""
+    """Hands out producer ids. The file holds a limit below which ids may have been handed
+    out, made durable before any id under it is: after a crash, allocation resumes at the
+    limit, so no id is handed out twice. The next block is reserved off the event loop when
+    half of the current one is used, so InitProducerId waits on a disk sync only when a burst
+    outruns the disk (and once after start)."""
 
     BLOCK = 1000
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, block: int = BLOCK,
+                 write: Callable[[str, bytes], None] = atomic_write):
         self.path = path
+        self.block = block
+        self._write = write
         self._next = 0
         self._limit = 0
+        self._reserving: asyncio.Future | None = None
         try:
             with open(path) as f:
                 self._next = self._limit = int(f.read().strip() or 0)
         except (FileNotFoundError, ValueError):
             pass
 
-    def allocate(self) -> int:
-        if self._next >= self._limit:
-            self._limit = self._next + self.BLOCK
-            atomic_write(self.path, str(self._limit).encode())
+    @property
+    def reserving(self) -> bool:
+        """A block is being persisted."""
+        return self._reserving is not None
+
+    async def allocate(self) -> int:
+        """A fresh producer id. Raises OSError when the next block cannot be persisted."""
+        while self._next >= self._limit:
+            await self._reserve()
         pid = self._next
         self._next += 1
+        if self._limit - self._next <= self.block // 2 and self._reserving is None:
+            self._reserve().add_done_callback(_log_failure)
         return pid
+
+    def _reserve(self) -> asyncio.Future:
+        if self._reserving is None:
+            limit = max(self._limit, self._next) + self.block
+            loop = asyncio.get_running_loop()
+            fut = loop.run_in_executor(None, self._write, self.path, str(limit).encode())
+            fut.add_done_callback(lambda f: self._reserved(f, limit))
+            self._reserving = fut
+        return self._reserving
+
+    def _reserved(self, fut: asyncio.Future, limit: int) -> None:
+        self._reserving = None
+        if not fut.cancelled() and fut.exception() is None:
+            self._limit = max(self._limit, limit)
+
+
+def _log_failure(fut: asyncio.Future) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("Reserving the next producer-id block failed: %s", fut.exception())

@@ -62,7 +62,7 @@ async def handle(ctx, req):
                                  "Unable to perform excessively large batch operation.")
             added += extra
             if not req.validate_only:
-                b.logs.add_partitions(t.name, t.count)
+                b.add_partitions(t.name, t.count)
         except KafkaError as e:
             rows.append((t.name, e.code, e.message))
         except OSError as e:

@@ -1,9 +1,9 @@
 # DescribeProducers (key 61), v0 (KIP-664).
 #
 # Lists the idempotent producers each partition remembers (its producer state: id, epoch,
-# last sequence). last_timestamp is the max timestamp of the producer's last batch, read from
-# that batch's header on disk, or -1 when retention has removed it. There are no transactions,
-# so coordinator_epoch and current_txn_start_offset are -1. As Kafka's KafkaApis: an illegal
+# last sequence, and last_timestamp, the max timestamp of the producer's last batch, by which
+# it expires after producer.id.expiration.ms). There are no transactions, so
+# coordinator_epoch and current_txn_start_offset are -1. As Kafka's KafkaApis: an illegal
 # topic name is INVALID_TOPIC_EXCEPTION and an unknown topic or partition
 # UNKNOWN_TOPIC_OR_PARTITION, for each partition asked.
 from __future__ import annotations
@@ -17,24 +17,13 @@ from ..registry import api
 NO_TOPIC = "This server does not host this topic-partition."
 
 
-def _last_timestamp(p, pid: int, base_offset: int) -> int:
-    for h in p.iter_batch_headers(base_offset):
-        if h.base_offset == base_offset and h.producer_id == pid:
-            return h.max_timestamp
-        break
-    return -1
-
-
 def _producers(mod, broker, p) -> tuple:
     state = broker.producer_state(p)
-    out = []
-    for pid, entry in sorted(state.producers.items()):
-        last_base = entry.batches[-1][2] if entry.batches else -1
-        ts = _last_timestamp(p, pid, last_base) if last_base >= p.log_start_offset else -1
-        out.append(mod.ProducerState(producer_id=pid, producer_epoch=entry.epoch,
-                                     last_sequence=entry.last_seq, last_timestamp=ts,
-                                     coordinator_epoch=-1, current_txn_start_offset=-1))
-    return tuple(out)
+    return tuple(mod.ProducerState(producer_id=pid, producer_epoch=entry.epoch,
+                                   last_sequence=entry.last_seq,
+                                   last_timestamp=entry.timestamp, coordinator_epoch=-1,
+                                   current_txn_start_offset=-1)
+                 for pid, entry in sorted(state.producers.items()))
 
 
 @api(61, "DescribeProducers", (0, 0))

@@ -1,9 +1,9 @@
 # InitProducerId (key 22), v0-5.
 #
 # Idempotent producers (no transactional id) get a fresh producer id with epoch 0; ids are
-# allocated from a persisted counter so none is reused after a restart. A request carrying
-# an existing id/epoch (v3+, KIP-360) also gets a fresh id, which Kafka allows for
-# non-transactional producers. Gap: transactions are not implemented, so a transactional id
+# allocated from a persisted counter so none is reused after a restart (the next block of ids
+# is persisted ahead, off the event loop). A request carrying an existing id/epoch (v3+,
+# KIP-360) also gets a fresh id, which Kafka allows for non-transactional producers. Gap: transactions are not implemented, so a transactional id
 # is answered with INVALID_REQUEST (the client reports it and stops).
 from __future__ import annotations
 
@@ -23,6 +23,6 @@ async def handle(ctx, req):
                             f"from {ctx.client_id or ctx.peer}, answered INVALID_REQUEST")
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request,
                     producer_id=-1, producer_epoch=-1)
-    pid = ctx.broker.pids.allocate()
+    pid = await ctx.broker.pids.allocate()
     return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, producer_id=pid,
                 producer_epoch=0)

@@ -125,7 +125,7 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
     base = p.append(records, h, now)
     if state is not None:
         state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
-                     base)
+                     base, now if p.config.log_append_time else h.max_timestamp)
     broker.notifier.notify(topic, idx)
     broker.stats.produced(topic, len(records), h.records_count)
     return _partition_result(idx, 0, base, now if p.config.log_append_time else -1,
