@@ -49,17 +49,23 @@ def test_fetch_encoder_matches_kio(version):
 
 @pytest.mark.parametrize("version", _versions(0))
 def test_produce_encoder_matches_kio(version):
+    bad = ((3, "Compacted topic cannot accept message without key in topic partition t-3."),
+           (13, None))
     results = [("orders", [produce._partition_result(0, 0, 41, -1, 0),
-                           produce._partition_result(3, 10, -1, -1, -1,
-                                                     "The request included a message larger")])]
+                           produce._partition_result(3, 87, -1, -1, -1,
+                                                     "One or more records have been rejected",
+                                                     bad)])]
     ours = produce.encode_response(version, results)
     cls = response_class(0, version)
     m = _mod(cls)
     prs = []
-    for idx, code, base, append_time, start, message in results[0][1]:
+    for idx, code, base, append_time, start, message, errors in results[0][1]:
+        rec = tuple(make(m.BatchIndexAndErrorMessage, batch_index=i,
+                         batch_index_error_message=text) for i, text in errors) \
+            if hasattr(m, "BatchIndexAndErrorMessage") else ()
         prs.append(make(m.PartitionProduceResponse, index=idx, error_code=KioError(code),
                         base_offset=base, log_append_time=None,  # None is kio's -1
-                        log_start_offset=start, record_errors=(), error_message=message))
+                        log_start_offset=start, record_errors=rec, error_message=message))
     topic = make(m.TopicProduceResponse, name="orders", partition_responses=tuple(prs))
     ref = encode(make(cls, responses=(topic,), throttle_time=ZERO))
     assert ours == ref
