@@ -34,6 +34,8 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
         if not b & 0x80:
             return result, pos
         shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
         if shift > 28:
             raise ValueError("varint too long")
 

@@ -11,6 +11,7 @@ from typing import Iterator
 import cramjam
 
 from .records import HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, parse_header
+from .primitives import read_uvarint
 
 _XERIAL = b"\x82SNAPPY\x00"
 _I32 = struct.Struct(">i")
@@ -26,17 +27,8 @@ class Record:
 
 
 def _varint(buf, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
+    """A zigzag-encoded varint (record fields)."""
+    result, pos = read_uvarint(buf, pos)
     return (result >> 1) ^ -(result & 1), pos
 
 
