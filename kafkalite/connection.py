@@ -260,7 +260,6 @@ class KafkaConnection(asyncio.Protocol):
                 self.abort("internal error")
                 return
             finally:
-                del frame
                 self.busy = False
                 self.held -= self.serving
                 self.server.pool.give(self.serving)
