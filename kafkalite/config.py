@@ -107,6 +107,8 @@ BROKER_PROPS: list[Prop] = [
     Prop("max.connections.per.ip", "int", 2147483647, _at_least(0), read_only=False),
     Prop("connections.max.idle.ms", "long", 600000),
     Prop("queued.max.requests", "int", 500, _at_least(1)),
+    Prop("queued.max.request.bytes", "long", -1),
+    Prop("max.incremental.fetch.session.cache.slots", "int", 1000, _at_least(0)),
     Prop("num.network.threads", "int", 3, _at_least(1), read_only=False),
     Prop("num.io.threads", "int", 8, _at_least(1), read_only=False),
     Prop("offsets.topic.num.partitions", "int", 50, _at_least(1)),

@@ -1,187 +1,62 @@
-# The only module that touches sockets: accept, frame, dispatch, write, shut down.
+# The Kafka listener: accept (max.connections, max.connections.per.ip), hand each connection
+# to connection.py (framing, flow control), close idle ones, shut down. With connection.py
+# and metrics_http.py (the Prometheus endpoint), the only modules that touch sockets.
 #
-# One asyncio.Protocol per connection (uvicorn's model). Frames are 4-byte big-endian
-# length-prefixed. Requests on a connection are answered one at a time, in order, as Kafka
-# does (it mutes a channel until its response is sent); clients pipeline several, which
-# queue here. Flow control: when the transport's write buffer passes its high-water mark
-# (the client is not reading), the worker stops taking requests; when too many requests are
-# queued, reading pauses. So a client that never reads cannot make the broker buffer without
-# bound. A malformed frame closes only its own connection, with one log line.
+# Timers run on the broker's injected clock: Broker.tick, the housekeeping policy, every
+# broker.tick_interval_ms; a sweep that closes connections idle for longer than
+# `connections.max.idle.ms` (-1: never), as Kafka's Selector does.
+#
+# Shutdown (SIGTERM/SIGINT): stop accepting and reading, answer the requests already
+# received (SHUTDOWN_GRACE_MS at most), close the connections, flush and close the logs,
+# write the clean-shutdown marker. A second signal meanwhile exits at once with status 1
+# and no marker, so that the next start recovers (uvicorn's second Ctrl-C).
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
 import signal
 import time
-from collections import deque
+from typing import Any, Awaitable
 
 from .broker.broker import Broker
-from .config import BrokerConfig
-from .wire.errors import MalformedRequest
+from .clock import Clock
+from .config import BrokerConfig, ConfigError
+from .connection import KafkaConnection, RequestPool
 
 log = logging.getLogger("kafkalite.server")
 
-MAX_QUEUED_REQUESTS = 16
-WRITE_HIGH_WATER = 4 * 1024 * 1024
-SHUTDOWN_GRACE_S = 10.0
-
-
-class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: "KafkaServer"):
-        self.server = server
-        self.broker = server.broker
-        self.max_request = server.config["socket.request.max.bytes"]
-        self.transport: asyncio.Transport | None = None
-        self.peer = "?"
-        self.pending: list[bytes] = []  # the start of a frame that is still arriving
-        self.pending_len = 0
-        self.need = 4
-        self.queue: deque[memoryview] = deque()
-        self.wakeup: asyncio.Future | None = None
-        self.writable = asyncio.Event()
-        self.writable.set()
-        self.reading_paused = False
-        self.busy = False
-        self.closed = False
-        self.task: asyncio.Task | None = None
-
-    # --- asyncio.Protocol -----------------------------------------------------------------
-
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.transport = transport
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        refusal = self.server.admit(self, peer[0] if peer else "?")
-        if refusal:
-            log.warning("Refusing connection from %s: %s", self.peer, refusal)
-            self.closed = True
-            transport.close()
-            return
-        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def data_received(self, data: bytes) -> None:
-        """Split the stream into frames without copying them: each queued frame is a
-        read-only memoryview over the received bytes (kio reads those directly). Only a
-        frame split across reads is joined, once, when its last byte arrives."""
-        if self.closed:
-            return
-        if self.pending:
-            self.pending.append(data)
-            self.pending_len += len(data)
-            if self.pending_len < self.need:
-                return
-            data = b"".join(self.pending)
-            self.pending = []
-            self.pending_len = 0
-        n = len(data)
-        pos = 0
-        view = memoryview(data)
-        need = 4
-        while n - pos >= 4:
-            size = int.from_bytes(data[pos:pos + 4], "big", signed=True)
-            if size < 0 or size > self.max_request:
-                self.abort(f"frame size {size} is outside 0..{self.max_request} "
-                           "(socket.request.max.bytes)")
-                return
-            end = pos + 4 + size
-            if end > n:
-                need = 4 + size
-                break
-            self.queue.append(view[pos + 4:end])
-            pos = end
-        if pos < n:
-            rest = data[pos:] if pos else data
-            self.pending = [rest]
-            self.pending_len = len(rest)
-            self.need = need
-        if self.queue:
-            if self.wakeup is not None and not self.wakeup.done():
-                self.wakeup.set_result(None)
-            if len(self.queue) >= MAX_QUEUED_REQUESTS and not self.reading_paused:
-                self.reading_paused = True
-                self.transport.pause_reading()  # type: ignore[union-attr]
-
-    def eof_received(self) -> bool:
-        return False
-
-    def pause_writing(self) -> None:
-        self.writable.clear()
-
-    def resume_writing(self) -> None:
-        self.writable.set()
-
-    def connection_lost(self, exc) -> None:
-        self.closed = True
-        self.writable.set()
-        if self.task is not None and not self.busy:
-            self.task.cancel()
-        elif self.wakeup is not None and not self.wakeup.done():
-            self.wakeup.set_result(None)
-        self.server.forget(self)
-
-    # --- request loop ---------------------------------------------------------------------
-
-    def abort(self, reason: str) -> None:
-        log.warning("Closing connection from %s: %s", self.peer, reason)
-        self.closed = True
-        self.queue.clear()
-        if self.transport is not None:
-            self.transport.close()
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        transport = self.transport
-        assert transport is not None
-        while not self.closed:
-            if not self.queue:
-                self.wakeup = loop.create_future()
-                await self.wakeup
-                self.wakeup = None
-                continue
-            frame = self.queue.popleft()
-            if self.reading_paused and len(self.queue) < MAX_QUEUED_REQUESTS // 2:
-                self.reading_paused = False
-                transport.resume_reading()
-            self.busy = True
-            try:
-                response = await self.broker.dispatch(frame, self.peer)
-            except MalformedRequest as e:
-                self.abort(str(e))
-                return
-            except Exception:
-                log.exception("Unexpected error handling a request from %s; closing it",
-                              self.peer)
-                self.abort("internal error")
-                return
-            finally:
-                self.busy = False
-            if response is not None and not self.closed:
-                size = sum(len(b) for b in response)
-                transport.writelines([size.to_bytes(4, "big"), *response])
-                if not self.writable.is_set():
-                    await self.writable.wait()
-
-    @property
-    def idle(self) -> bool:
-        return not self.busy and not self.queue
+SHUTDOWN_GRACE_MS = 10_000
 
 
 class KafkaServer:
-    def __init__(self, config: BrokerConfig):
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None):
         self.config = config
-        self.broker = Broker(config)
+        self.broker = Broker(config, clock)
+        self.clock = self.broker.clock
+        self.max_request = config["socket.request.max.bytes"]
+        pool_bytes = config["queued.max.request.bytes"]
+        if 0 < pool_bytes < self.max_request:
+            raise ConfigError("queued.max.request.bytes must be larger or equal to "
+                              "socket.request.max.bytes")
+        self.pool = RequestPool(pool_bytes)
+        self.idle_ms = config["connections.max.idle.ms"]
         self.connections: set[KafkaConnection] = set()
         self.per_ip: dict[str, int] = {}
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: list[asyncio.Task] = []
-        self._stopping = asyncio.Event()
+        self._server: asyncio.AbstractServer | None = None
+        self._timers: dict[str, Any] = {}
+        self._stop_requested = asyncio.Event()
+        self.stopping = False
+        self._drained: asyncio.Future | None = None
+        self._closed_clean = False
         self.bound_port = 0
-        self._metrics: asyncio.base_events.Server | None = None
+        self._metrics: asyncio.AbstractServer | None = None
         self.metrics_port = -1
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
+        if self.stopping:
+            return "shutting down"
         if len(self.connections) >= self.config["max.connections"]:
             return f"max.connections ({self.config['max.connections']}) reached"
         if self.per_ip.get(ip, 0) >= self.config["max.connections.per.ip"]:
@@ -191,18 +66,23 @@ class KafkaServer:
         stats = self.broker.stats
         stats.connections = len(self.connections)
         stats.connections_total += 1
-        conn.ip = ip  # type: ignore[attr-defined]
+        conn.ip = ip
         return None
 
     def forget(self, conn: KafkaConnection) -> None:
         if conn in self.connections:
             self.connections.discard(conn)
-            ip = getattr(conn, "ip", None)
-            if ip is not None:
-                self.per_ip[ip] -= 1
-                if not self.per_ip[ip]:
-                    del self.per_ip[ip]
+            if conn.ip is not None:
+                self.per_ip[conn.ip] -= 1
+                if not self.per_ip[conn.ip]:
+                    del self.per_ip[conn.ip]
             self.broker.stats.connections = len(self.connections)
+        self.connection_idle()
+
+    def connection_idle(self) -> None:
+        if self._drained is not None and not self._drained.done() \
+                and all(c.idle for c in self.connections):
+            self._drained.set_result(None)
 
     async def start(self) -> None:
         _raise_fd_limit()
@@ -212,8 +92,8 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         metrics_port = self.config["kafkalite.metrics.port"]
         if metrics_port >= 0:
-            self._metrics = await asyncio.start_server(self._serve_metrics, host or None,
-                                                       metrics_port, reuse_address=True)
+            from .metrics_http import start_metrics_server
+            self._metrics = await start_metrics_server(self.broker, host or None, metrics_port)
             self.metrics_port = self._metrics.sockets[0].getsockname()[1]
             log.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0",
                      self.metrics_port)
@@ -223,88 +103,98 @@ class KafkaServer:
         self.bound_port = self._server.sockets[0].getsockname()[1]
         if self.broker.port == 0:
             self.broker.port = self.bound_port
-        self._tasks.append(loop.create_task(self._housekeeping()))
+        self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
+        if self.idle_ms >= 0:
+            self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
         log.info("kafkalite listening on %s:%d (advertised %s:%d, node %d, data %s) in %.3fs",
                  host, self.bound_port, self.broker.host, self.broker.port,
                  self.broker.node_id, self.broker.logs.data_dir, time.monotonic() - t0)
 
-    async def _housekeeping(self) -> None:
-        """Retention checks and time-based flushes."""
-        cfg = self.config
-        retention_every = cfg["log.retention.check.interval.ms"] / 1000.0
-        next_retention = time.monotonic() + retention_every
-        while True:
-            await asyncio.sleep(min(1.0, retention_every))
-            now_ms = int(time.time() * 1000)
-            try:
-                self.broker.logs.flush_by_time(now_ms)
-                if time.monotonic() >= next_retention:
-                    next_retention = time.monotonic() + retention_every
-                    self.broker.logs.apply_retention(now_ms)
-                if self.broker.groups is not None:
-                    self.broker.groups.tick(now_ms)
-                self.broker.expire_producers(now_ms)
-            except Exception:
-                log.exception("Housekeeping failed; will retry")
+    def _tick(self) -> None:
+        self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
+        self.broker.tick(self.clock.monotonic_ms())
 
-    async def _serve_metrics(self, reader: asyncio.StreamReader,
-                             writer: asyncio.StreamWriter) -> None:
-        """A minimal HTTP/1.1 responder for GET /metrics (Prometheus text format)."""
-        from .metrics import CONTENT_TYPE, render
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-            parts = head.split(b"\r\n", 1)[0].split()
-            if len(parts) >= 2 and parts[0] == b"GET" \
-                    and parts[1].split(b"?")[0] in (b"/metrics", b"/"):
-                status, ctype, body = b"200 OK", CONTENT_TYPE, render(self.broker)
-            else:
-                status, ctype, body = b"404 Not Found", b"text/plain", b"not found\n"
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
-                         + b"\r\nContent-Length: " + str(len(body)).encode()
-                         + b"\r\nConnection: close\r\n\r\n" + body)
-            await writer.drain()
-        except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                ConnectionError):
-            pass
-        finally:
-            writer.close()
+    @property
+    def _sweep_every_ms(self) -> int:
+        # A connection is closed between 1x and 1x + 2 sweeps after its last byte, never
+        # sooner: at most half the idle time late, at most 2 s with Kafka's default.
+        return max(10, min(1000, self.idle_ms // 4))
+
+    def _sweep_idle(self) -> None:
+        self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
+        now = self.clock.monotonic_ms()
+        for conn in list(self.connections):
+            conn.expire_if_idle(now, self.idle_ms)
 
     def request_stop(self) -> None:
-        self._stopping.set()
+        self._stop_requested.set()
 
     async def serve_forever(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                loop.add_signal_handler(sig, self.request_stop)
+                loop.add_signal_handler(sig, self._on_signal)
             except (NotImplementedError, RuntimeError):
                 pass
         await self.start()
-        await self._stopping.wait()
+        await self._stop_requested.wait()
         await self.stop()
 
+    def _on_signal(self) -> None:
+        # The second signal gets a plain handler: Python runs it between any two bytecodes,
+        # also inside a long synchronous step of the shutdown (flushing every partition),
+        # where a handler queued on the event loop would wait for that step to end.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._force_exit)
+        self.request_stop()
+
+    def _force_exit(self, signum: int, _frame: Any) -> None:
+        if self._closed_clean:
+            os._exit(0)
+        try:
+            log.warning("%s during shutdown: exiting now, without a clean shutdown "
+                        "(the next start recovers)", signal.Signals(signum).name)
+        finally:
+            os._exit(1)
+
     async def stop(self) -> None:
-        """Stop accepting, answer what is in flight, flush and close the logs, write the
-        clean-shutdown marker."""
+        """Stop accepting and reading, answer what is in flight, close the connections,
+        flush and close the logs, write the clean-shutdown marker."""
         log.info("Shutting down")
+        self.stopping = True
+        for timer in self._timers.values():
+            timer.cancel()
         if self._server is not None:
             self._server.close()
         if self._metrics is not None:
             self._metrics.close()
+        for conn in self.connections:
+            if not conn.reading_paused and conn.transport is not None:
+                conn.reading_paused = True
+                conn.transport.pause_reading()
         self.broker.closing = True
         self.broker.notifier.wake_all()
-        deadline = time.monotonic() + SHUTDOWN_GRACE_S
-        while time.monotonic() < deadline and not all(c.idle for c in self.connections):
-            await asyncio.sleep(0.01)
+        self._drained = asyncio.get_running_loop().create_future()
+        self.connection_idle()
+        await self._within(self._drained, SHUTDOWN_GRACE_MS)
         for conn in list(self.connections):
-            conn.closed = True
-            if conn.transport is not None:
-                conn.transport.close()
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.sleep(0)
+            conn.abort(graceful=True)
+        if self._server is not None:
+            await self._within(self._server.wait_closed(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
+        self._closed_clean = True
         log.info("Shutdown complete")
+
+    async def _within(self, aw: Awaitable[Any], timeout_ms: int) -> None:
+        """Await `aw`, giving up after timeout_ms on the broker's clock."""
+        task = asyncio.ensure_future(aw)
+        timer = self.clock.call_later(timeout_ms, task.cancel)
+        try:
+            await asyncio.wait([task])
+        finally:
+            timer.cancel()
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("Shutdown step failed: %r", task.exception())
 
 
 def _raise_fd_limit() -> None:

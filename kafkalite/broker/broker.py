@@ -58,18 +58,22 @@ class Broker:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.groups: GroupCoordinator | None = None  # set by open()
         self.producers = ProducerStates(config, self.clock)
-        self.fetch_sessions = FetchSessionCache()
+        self.fetch_sessions = FetchSessionCache(
+            self.clock, config["max.incremental.fetch.session.cache.slots"])
         self.stats = BrokerStats()
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
         self.started_at = time.time()
         self.closing = False
+        self._next_retention_ms = 0  # set by open()
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
         open_configs(self.config)
         self.logs.open()
+        self._next_retention_ms = (self.clock.monotonic_ms()
+                                   + self.config["log.retention.check.interval.ms"])
         state_dir = os.path.join(self.logs.data_dir, ".kafkalite")
         self.pids = ProducerIdAllocator(os.path.join(state_dir, "producer-ids"))
         t0 = time.monotonic()
@@ -89,6 +93,36 @@ class Broker:
             self.groups.close()
         self.producers.close(self.logs.all_partitions() if clean else ())
         self.logs.close(clean=clean)
+
+    # --- housekeeping ---------------------------------------------------------------------
+
+    @property
+    def tick_interval_ms(self) -> int:
+        """How often tick() wants to run: flush.ms and session sweeps are checked at this
+        granularity, retention never more often than log.retention.check.interval.ms."""
+        return min(1000, self.config["log.retention.check.interval.ms"])
+
+    def tick(self, now_ms: int) -> None:
+        """Periodic housekeeping; `now_ms` is the clock's monotonic reading. Time flushes,
+        retention every log.retention.check.interval.ms (the first one interval after
+        open()), the group coordinator's sweep, idle fetch-session eviction. A failing
+        task is logged and retried at the next tick without stopping the others."""
+        wall = self.clock.wall_ms()  # flush.ms and retention compare record/flush times
+        self._guarded("time-based flush", self.logs.flush_by_time, wall)
+        if now_ms >= self._next_retention_ms:
+            self._next_retention_ms = now_ms + self.config["log.retention.check.interval.ms"]
+            self._guarded("retention", self.logs.apply_retention, wall)
+        if self.groups is not None:
+            self._guarded("group housekeeping", self.groups.tick, wall)
+        self._guarded("producer expiry", self.expire_producers, wall)
+        self.fetch_sessions.evict_idle(now_ms)
+
+    @staticmethod
+    def _guarded(what: str, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("Housekeeping (%s) failed; will retry", what)
 
     def _load_producer_state(self, p: PartitionLog) -> int:
         """From the newest snapshot and the batch headers after it; returns how many

@@ -132,7 +132,7 @@ async def handle(ctx, req):
             if sid:
                 sessions.remove(sid)
             if epoch == 0:
-                session = sessions.new()
+                session = sessions.new(len(requested))
                 session.partitions = requested
         else:
             session = sessions.get(sid, epoch)
