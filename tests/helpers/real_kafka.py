@@ -128,6 +128,7 @@ class RealKafka(BrokerProcess):
                 *(f"{k}={v}" for k, v in self.settings.items())]
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "RealKafka":
+        os.makedirs(self.data_dir, exist_ok=True)
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)

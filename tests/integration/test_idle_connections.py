@@ -14,7 +14,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from kafkalite.testing import BrokerProcess
 from tests.helpers.kbatch import call, connect, fetch_raw, request_bytes
-from tests.helpers.real_kafka import RealKafka
+from tests.helpers.real_kafka import RealKafka, unavailable_reason
 
 IDLE_MS = 2000
 TOPIC = "idle-topic"
@@ -24,10 +24,10 @@ TOPIC = "idle-topic"
 def bootstrap(request, tmp_path):
     settings = {"connections.max.idle.ms": str(IDLE_MS)}
     if request.param == "kafka":
-        reason = RealKafka.missing()
+        reason = unavailable_reason()
         if reason:
             pytest.skip(reason)
-        broker = RealKafka(tmp_path, settings).start()
+        broker = RealKafka(data_dir=str(tmp_path / "kafka"), settings=settings).start()
     else:
         broker = BrokerProcess(data_dir=str(tmp_path / "data"), settings=settings).start()
     try:
@@ -41,7 +41,7 @@ def bootstrap(request, tmp_path):
                 time.sleep(0.2)
         yield broker.bootstrap
     finally:
-        broker.stop() if isinstance(broker, RealKafka) else broker.cleanup()
+        broker.cleanup()
 
 
 def _long_poll(max_wait_ms: int) -> bytes:
