@@ -1,4 +1,4 @@
-# ListOffsets (key 2), v1-9.
+# ListOffsets (key 2), v1-10.
 #
 # Timestamps: -1 latest (the high watermark), -2 earliest (log start offset), -3 the record
 # with the largest timestamp (v7+, KIP-734), -4 earliest local (= earliest, no tiered
@@ -6,8 +6,13 @@
 # time index and a scan of batch headers, the first record whose timestamp is at or after it
 # (only that batch is decoded); none found answers offset -1 and timestamp -1. A batch that
 # does not decode answers CORRUPT_MESSAGE for its partition (Kafka's CorruptRecordException).
-# Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH.
+# Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH. v10 (Kafka
+# 4.0, KIP-1075) adds timeout_ms, the wait for a tiered-storage offset; nothing here waits,
+# so it is read and ignored (Kafka 3.8 serves up to v8). A partition named more than once in
+# one request is INVALID_REQUEST at each mention, as Kafka's duplicatePartitions check.
 from __future__ import annotations
+
+from collections import Counter
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
@@ -35,15 +40,18 @@ def lookup(p, timestamp: int) -> tuple[int, int]:
     return (hit[1], hit[0]) if hit else (-1, -1)
 
 
-@api(2, "ListOffsets", (1, 9))
+@api(2, "ListOffsets", (1, 10))
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(2, v)
     logs = ctx.broker.logs
+    seen = Counter((t.name, rp.partition_index) for t in req.topics for rp in t.partitions)
 
     def answer(name, rp):
         p = logs.partition(name, rp.partition_index)
         try:
+            if seen[(name, rp.partition_index)] > 1:
+                raise KafkaError(ErrorCode.invalid_request)
             if p is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
