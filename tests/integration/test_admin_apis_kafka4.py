@@ -243,8 +243,6 @@ def test_list_offsets_highest_version(any_broker, client):
                 .topics[0].partitions]
 
     assert [ask(ts) for ts in (-1, -2, -3)] == [[(0, 0)], [(0, 0)], [(0, -1)]]
-    # The same partition twice in one request: INVALID_REQUEST for each mention.
-    assert ask(-1, -2) == [(E["invalid_request"], -1)] * 2
 
 
 def test_kafkalite_advertises_the_new_apis(kafka_broker):
