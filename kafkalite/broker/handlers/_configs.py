@@ -12,16 +12,19 @@
 # log.retention.ms itself is set. CreateTopics resolves sources the controller's way instead
 # (KafkaConfigSchema.resolveEffectiveTopicConfig): the highest layer that sets any synonym.
 # The BROKER resource "" (cluster defaults) describes only the dynamic defaults set.
-# BROKER_LOGGER resources map onto Python's logging levels.
+# BROKER_LOGGER resources map onto Python's logging levels. GROUP resources (Kafka 4.0) list
+# the six group configs (coordinator/group_configs.py).
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ...config import (BROKER_LEVEL, DEFAULT_LEVEL, PROPS, STATIC_LEVEL, TOPIC_DOCS,
                        TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig, ConfigError, format_value)
+from ...coordinator.group_configs import PROPS as GROUP_PROPS, GroupConfigs
 from ...log.manager import validate_topic_name
 from ...topic_config import check_topic_configs
 from ...wire.codec import response_class
@@ -29,13 +32,14 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 
 # ConfigResource.Type ids
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 RESOURCE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
                   16: "CLIENT_METRICS", 32: "GROUP"}
 
 # DescribeConfigsResponse.ConfigSource ids
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
+GROUP_CONFIG = 8
 # The source of each BrokerConfig layer.
 LAYER_SOURCES = {BROKER_LEVEL: DYNAMIC_BROKER_CONFIG,
                  DEFAULT_LEVEL: DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_LEVEL: STATIC_BROKER_CONFIG}
@@ -222,6 +226,35 @@ def select(entries: Iterable[Entry], keys: Iterable[str] | None) -> list[Entry]:
     """configuration_keys: null or empty means every config."""
     wanted = set(keys or ())
     return [e for e in entries if not wanted or e.name in wanted]
+
+
+# --- GROUP resources (Kafka 4.0's ConfigHelper.createGroupConfigEntry) ------------------
+
+def group_store(broker) -> GroupConfigs:
+    """The broker's group configs, loaded from its data directory on first use."""
+    store = getattr(broker, "group_configs", None)
+    if store is None:
+        store = GroupConfigs(os.path.join(broker.logs.data_dir, ".kafkalite"))
+        store.load()
+        broker.group_configs = store
+    return store
+
+
+def group_entries(broker, name: str) -> list[Entry]:
+    """Every group config with its value; a group's override is its only synonym
+    (GROUP_CONFIG), the rest are DEFAULT_CONFIG without synonyms, as in Kafka 4.0 (no broker
+    property shares a group config's name)."""
+    if not name:
+        raise KafkaError(ErrorCode.invalid_request, "Group name must not be empty")
+    overrides = group_store(broker).get(name)
+    out = []
+    for p in GROUP_PROPS.values():
+        value = overrides.get(p.name, str(p.default))
+        syns: tuple[Synonym, ...] = ((p.name, value, GROUP_CONFIG),) \
+            if p.name in overrides else ()
+        out.append(Entry(p.name, value, GROUP_CONFIG if syns else DEFAULT_CONFIG, False,
+                         False, syns, CONFIG_TYPES[p.type], p.doc))
+    return out
 
 
 # --- the alter APIs' shared steps (ConfigAdminManager.preprocess, then the controller) ----

@@ -10,7 +10,10 @@
 # (ConfigHelper.describeConfigs). BROKER_LOGGER lists Python's loggers with log4j level
 # names. Synonyms only with include_synonyms; config_type (v3+) always; documentation (v3+)
 # only with include_documentation, null where kafkalite has none.
-# Gaps: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST.
+# GROUP (Kafka 4.0; 3.8 answers INVALID_REQUEST): the six group configs, GROUP_CONFIG where
+# the group overrides one, else DEFAULT_CONFIG; any group name, known or not, as Kafka; the
+# empty name INVALID_REQUEST.
+# Gaps: CLIENT_METRICS resources answer INVALID_REQUEST.
 from __future__ import annotations
 
 from ...log.manager import validate_topic_name
@@ -18,8 +21,9 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ._configs import (BROKER, BROKER_LOGGER, RESOURCE_NAMES, TOPIC, Entry, broker_entries,
-                       default_entries, logger_entries, node_id_of, select, topic_entries)
+from ._configs import (BROKER, BROKER_LOGGER, GROUP, RESOURCE_NAMES, TOPIC, Entry,
+                       broker_entries, default_entries, group_entries, logger_entries,
+                       node_id_of, select, topic_entries)
 
 
 def _entries(broker, rtype: int, name: str) -> list[Entry]:
@@ -45,6 +49,8 @@ def _entries(broker, rtype: int, name: str) -> list[Entry]:
                              f"Unexpected broker id, expected {broker.node_id} but received "
                              f"{name}")
         return logger_entries()
+    if rtype == GROUP:
+        return group_entries(broker, name)
     raise KafkaError(ErrorCode.invalid_request,
                      f"Unsupported resource type: {RESOURCE_NAMES.get(rtype, rtype)}")
 

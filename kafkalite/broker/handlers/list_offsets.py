@@ -1,4 +1,4 @@
-# ListOffsets (key 2), v1-9.
+# ListOffsets (key 2), v1-10.
 #
 # Timestamps: -1 latest (the high watermark), -2 earliest (log start offset), -3 the record
 # with the largest timestamp (v7+, KIP-734), -4 earliest local (= earliest, no tiered
@@ -6,7 +6,9 @@
 # time index and a scan of batch headers, the first record whose timestamp is at or after it
 # (only that batch is decoded); none found answers offset -1 and timestamp -1. A batch that
 # does not decode answers CORRUPT_MESSAGE for its partition (Kafka's CorruptRecordException).
-# Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH.
+# Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH. v10 (Kafka
+# 4.0, KIP-1075) adds timeout_ms, the wait for a tiered-storage offset; nothing here waits,
+# so it is read and ignored (Kafka 3.8 serves up to v8).
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -35,7 +37,7 @@ def lookup(p, timestamp: int) -> tuple[int, int]:
     return (hit[1], hit[0]) if hit else (-1, -1)
 
 
-@api(2, "ListOffsets", (1, 9))
+@api(2, "ListOffsets", (1, 10))
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(2, v)

@@ -1,0 +1,52 @@
+# AlterPartitionReassignments (key 45), v0-1.
+#
+# Each target replica set is checked as Kafka's ReplicationControlManager checks it
+# (validateManualPartitionAssignment: INVALID_REPLICA_ASSIGNMENT for an empty list, an
+# unregistered broker, a broker named twice); the only valid set on one node is this node,
+# which is where the replica already is, so it answers NONE and nothing moves. A null set
+# cancels a reassignment: none is ever in progress (NO_REASSIGNMENT_IN_PROGRESS). Unknown
+# topics and partitions are UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages. v1 (Kafka 4.0,
+# KIP-860) echoes allow_replication_factor_change; a valid set here never changes the
+# replication factor, so the flag never refuses anything.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode, KafkaError
+from ..build import ZERO, make, response_module
+from ..registry import api
+from .create_topics import validate_replicas
+
+
+def _check(broker, topic: str, partition: int, replicas) -> None:
+    logs = broker.logs
+    if logs.get(topic) is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition,
+                         f"Unable to find a topic named {topic}.")
+    if logs.partition(topic, partition) is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition,
+                         f"Unable to find partition {topic}:{partition}.")
+    if replicas is None:
+        raise KafkaError(ErrorCode.no_reassignment_in_progress, None)
+    validate_replicas(list(replicas), broker.node_id, None)
+
+
+@api(45, "AlterPartitionReassignments", (0, 1))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(45, v)
+    out = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                _check(ctx.broker, t.name, p.partition_index, p.replicas)
+                code, msg = ErrorCode.none, None
+            except KafkaError as e:
+                code, msg = e.code, e.message
+            parts.append(mod.ReassignablePartitionResponse(
+                partition_index=p.partition_index, error_code=code, error_message=msg))
+        out.append(mod.ReassignableTopicResponse(name=t.name, partitions=tuple(parts)))
+    return make(response_class(45, v), throttle_time=ZERO,
+                allow_replication_factor_change=getattr(req, "allow_replication_factor_change",
+                                                        True),
+                error_code=ErrorCode.none, error_message=None, responses=tuple(out))

@@ -1,0 +1,46 @@
+# ElectLeaders (key 43), v0-2.
+#
+# One broker leads every partition and is every partition's preferred (only) replica, so no
+# election is ever needed, preferred (0) or unclean (1) alike, as Kafka's
+# ReplicationControlManager.electLeaders answers a single-node cluster: a partition named is
+# ELECTION_NOT_NEEDED "Leader election not needed for topic partition.", an unknown one
+# UNKNOWN_TOPIC_OR_PARTITION ("No such topic as t" / "No such partition as t-9"); null
+# topic_partitions (all partitions) lists every topic with no partition results, since
+# partitions that need no election are left out there.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+NOT_NEEDED = "Leader election not needed for topic partition."
+
+
+@api(43, "ElectLeaders", (0, 2))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(43, v)
+    logs = ctx.broker.logs
+    results = []
+    if req.topic_partitions is None:
+        for name in sorted(logs.topics):
+            results.append(mod.ReplicaElectionResult(topic=name, partition_result=()))
+    else:
+        for t in req.topic_partitions:
+            known = logs.get(t.topic) is not None
+            parts = []
+            for i in t.partitions:
+                if not known:
+                    code, msg = ErrorCode.unknown_topic_or_partition, f"No such topic as {t.topic}"
+                elif logs.partition(t.topic, i) is None:
+                    code = ErrorCode.unknown_topic_or_partition
+                    msg = f"No such partition as {t.topic}-{i}"
+                else:
+                    code, msg = ErrorCode.election_not_needed, NOT_NEEDED
+                parts.append(mod.PartitionResult(partition_id=i, error_code=code,
+                                                 error_message=msg))
+            results.append(mod.ReplicaElectionResult(topic=t.topic,
+                                                     partition_result=tuple(parts)))
+    return make(response_class(43, v), throttle_time=ZERO, error_code=ErrorCode.none,
+                replica_election_results=tuple(results))
