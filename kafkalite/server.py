@@ -162,6 +162,28 @@ class KafkaConnection(asyncio.Protocol):
                 transport.writelines([size.to_bytes(4, "big"), *response])
                 if not self.writable.is_set():
                     await self.writable.wait()
+            throttle_ms = self.broker.quotas.take_mute(self.peer)
+            if throttle_ms and not self.closed:
+                await self.mute_for(throttle_ms)
+
+    async def mute_for(self, ms: int) -> None:
+        """A quota throttle, as Kafka does it (KIP-219): the response has gone out with
+        throttle_time_ms; now this connection is muted, nothing read and no queued request
+        answered, for that long, on the broker's clock."""
+        transport = self.transport
+        assert transport is not None
+        paused_here = not self.reading_paused
+        if paused_here:
+            transport.pause_reading()
+        done = asyncio.get_running_loop().create_future()
+        timer = self.broker.clock.call_later(
+            ms, lambda: done.done() or done.set_result(None))
+        try:
+            await done
+        finally:
+            timer.cancel()
+            if paused_here and not self.reading_paused and not self.closed:
+                transport.resume_reading()
 
     @property
     def idle(self) -> bool:
