@@ -174,7 +174,9 @@ class ClientQuotas:
         ekey = entity_key(entity)
         _, quotas = self.configs.get(ekey, (entity, {}))
         quotas = dict(quotas)
-        for key, value, remove in ops:
+        # Kafka emits one record per key, walking a HashMap sized by the op count, and its
+        # image keeps them in that order; so does this dict (describe shows it).
+        for key, value, remove in hashmap_order(ops, lambda op: string_hash(op[0]), len(ops)):
             if remove:
                 quotas.pop(key, None)
             else:
@@ -231,8 +233,7 @@ class ClientQuotas:
                 continue
             if all(t in names and names[t] == n for t, n in exact.items()) \
                     and all(t in names for t in typed):
-                values = hashmap_order(list(quotas.items()), lambda kv: string_hash(kv[0]))
-                out.append((entity_order(entity), values))
+                out.append((entity_order(entity), list(quotas.items())))
         return out
 
     # --- enforcement ----------------------------------------------------------------------
