@@ -10,6 +10,7 @@
 # quota * 10 s before it is throttled, exactly as in Kafka.
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 WINDOWS = 11
@@ -75,7 +76,8 @@ def record_and_throttle(rate: Rate, value: float, bound: float, now_ms: int) -> 
     measured = rate.measure(now_ms)
     if measured <= bound:
         return 0
-    return round((measured - bound) / bound * rate.window_size_ms(now_ms))
+    # Math.round: halves go up (Python's round() would go to even).
+    return math.floor((measured - bound) / bound * rate.window_size_ms(now_ms) + 0.5)
 
 
 def unrecord(rate: Rate, value: float, now_ms: int) -> None:
