@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
 from kafka.protocol.admin.client_quotas import (AlterClientQuotasRequest,
                                                 DescribeClientQuotasRequest)
 from kafka.protocol.producer import ProduceRequest

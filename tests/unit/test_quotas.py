@@ -44,7 +44,8 @@ def test_precedence_and_shared_rates():
     assert q.lookup(PRODUCE, "ANONYMOUS", "b") == (2000, "ANONYMOUS", "")
     assert q.lookup(REQUEST, "ANONYMOUS", "a") is None
     assert q.record(PRODUCE, "b", 20_000) == 0  # 20000 / 10 s = the bound
-    assert q.record(PRODUCE, "c", 100) == 50  # (2010 - 2000) / 2000 * 10 s; "c" shares the default user's rate with "b"
+    # "c" shares the default user's rate with "b": (2010 - 2000) / 2000 * 10 s.
+    assert q.record(PRODUCE, "c", 100) == 50
     assert q.record(PRODUCE, "a", 30_000) == 0  # its own entity, its own rate
 
 
