@@ -57,6 +57,7 @@ class KafkaConnection(asyncio.Protocol):
         self.writable = asyncio.Event()
         self.writable.set()
         self.reading_paused = False
+        self.muted = False  # a quota throttle is being served (mute_for)
         self.busy = False
         self.closed = False
         self.task: asyncio.Task | None = None
@@ -178,7 +179,7 @@ class KafkaConnection(asyncio.Protocol):
     def maybe_resume(self) -> None:
         """Read again once this connection and the pool are below their bounds; first
         frame what was received before the pause (which may pause it again)."""
-        if not self.reading_paused or self.closed or self.server.stopping \
+        if not self.reading_paused or self.closed or self.server.stopping or self.muted \
                 or not self.writable.is_set() or self._over_bound(MAX_QUEUED_REQUESTS // 2):
             return
         if self.server.pool.exhausted:
@@ -271,6 +272,26 @@ class KafkaConnection(asyncio.Protocol):
                 self.active = True
                 if not self.writable.is_set():
                     await self.writable.wait()
+            throttle_ms = self.broker.quotas.take_mute(self.peer)
+            if throttle_ms and not self.closed:
+                await self.mute_for(throttle_ms)
+
+    async def mute_for(self, ms: int) -> None:
+        """A quota throttle, as Kafka does it (KIP-219): the response has gone out with
+        throttle_time_ms; now this connection is muted, nothing read and no queued request
+        answered, for that long, on the broker's clock."""
+        self.muted = True
+        if not self.reading_paused:
+            self.reading_paused = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
+        done = asyncio.get_running_loop().create_future()
+        timer = self.broker.clock.call_later(ms, lambda: done.done() or done.set_result(None))
+        try:
+            await done
+        finally:
+            timer.cancel()
+            self.muted = False
+            self.maybe_resume()
 
 
 class RequestPool:

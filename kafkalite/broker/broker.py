@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..clock import Clock, SystemClock
@@ -21,11 +21,14 @@ from ..coordinator.producer_state import ProducerStates
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
+from ..security.scram_store import ScramStore
 from ..wire.codec import decode_request, encode, is_flexible
 from ..wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ..wire.header import parse_fixed, response_header, skip_tagged_fields
+from .build import has_field, ms
 from .dynamic_configs import open_configs
 from .fetch_sessions import FetchSessionCache
+from .quotas import ClientQuotas
 from .registry import HANDLERS
 from .unsupported import refusal
 from .stats import BrokerStats
@@ -44,6 +47,8 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str
+    # Set by handlers that meter bytes (Produce, Fetch): the longest throttle wins.
+    throttle_ms: int = 0
 
 
 class Broker:
@@ -61,6 +66,8 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             self.clock, config["max.incremental.fetch.session.cache.slots"])
         self.stats = BrokerStats()
+        self.quotas = ClientQuotas(None, self.clock)
+        self.scram = ScramStore(None)
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
         self.started_at = time.time()
@@ -76,6 +83,10 @@ class Broker:
                                    + self.config["log.retention.check.interval.ms"])
         state_dir = os.path.join(self.logs.data_dir, ".kafkalite")
         self.pids = ProducerIdAllocator(os.path.join(state_dir, "producer-ids"))
+        self.quotas = ClientQuotas(state_dir, self.clock)
+        self.quotas.load()
+        self.scram = ScramStore(state_dir)
+        self.scram.load()
         t0 = time.monotonic()
         replayed = sum(self._load_producer_state(p) for p in self.logs.all_partitions())
         log.info("Loaded producer state in %.3fs (%d batch headers replayed)",
@@ -200,13 +211,20 @@ class Broker:
         request = decode_request(api_key, version, frame, pos)
         ctx = RequestContext(self, api_key, version, corr, client_id, peer)
         started = time.perf_counter()
+        cpu = time.thread_time_ns()
         result = await handler.fn(ctx, request)
         self.stats.request_done(api_key, version, time.perf_counter() - started)
+        throttle = max(ctx.throttle_ms,
+                       self.quotas.request_time(client_id, time.thread_time_ns() - cpu))
+        if throttle:
+            self.quotas.mute(peer, throttle)
         if result is None:
             return None
         head = response_header(corr, flexible and api_key != API_VERSIONS_KEY)
         if isinstance(result, list):
             return [head, *result]
+        if throttle and has_field(type(result), "throttle_time"):
+            result = replace(result, throttle_time=ms(throttle))
         return [head, encode(result)]
 
 

@@ -20,9 +20,6 @@ _FEATURES = {
                                                           69: "ConsumerGroupDescribe"},
     "KIP-932 share groups": {76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
                              78: "ShareFetch", 79: "ShareAcknowledge"},
-    "client quotas": {48: "DescribeClientQuotas", 49: "AlterClientQuotas"},
-    "SCRAM credentials": {50: "DescribeUserScramCredentials",
-                          51: "AlterUserScramCredentials"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
                                    74: "ListClientMetricsResources"},
     "replication and cluster membership (inter-broker and controller APIs)": {

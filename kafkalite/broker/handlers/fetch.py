@@ -19,6 +19,7 @@ from ...wire.errors import ErrorCode, KafkaError
 from ...wire.primitives import EMPTY_TAGS, array_len, bytes_len, string
 from ..build import to_ms
 from ..fetch_sessions import FetchSessionCache, SessionPartition
+from ..quotas import FETCH
 from ..registry import api
 
 _PART = struct.Struct(">ihqq")
@@ -33,10 +34,12 @@ def check_leader_epoch(requested: int) -> None:
                          f"leader epoch {requested} is newer than this broker's 0")
 
 
-def encode_response(version: int, error: int, session_id: int, topics: list) -> list:
+def encode_response(version: int, error: int, session_id: int, topics: list,
+                    throttle_ms: int = 0) -> list:
     flex = version >= 12
     out: list = []
-    cur = bytearray(_TOP7.pack(0, error, session_id) if version >= 7 else _I32.pack(0))
+    cur = bytearray(_TOP7.pack(throttle_ms, error, session_id) if version >= 7
+                    else _I32.pack(throttle_ms))
     cur += array_len(len(topics), flex)
     null_array = b"\x00" if flex else b"\xff\xff\xff\xff"
     for key, parts in topics:
@@ -154,7 +157,8 @@ async def handle(ctx, req):
     loop = asyncio.get_running_loop()
     max_wait = to_ms(req.max_wait) / 1000.0
     deadline = loop.time() + max_wait
-    max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF)
+    max_bytes = min(getattr(req, "max_bytes", 0x7FFFFFFF),
+                    broker.quotas.fetch_max_bytes(ctx.client_id))  # client quotas
     names = _topic_names(broker, use_ids, partitions)
     while True:
         results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
@@ -168,6 +172,16 @@ async def handle(ctx, req):
     for k, code in fenced.items():
         idx = k[1]
         results[k] = (idx, code, -1, -1, b"")
+    # Client quotas: a throttled fetch is answered empty, its bytes unrecorded, its session
+    # moved on (Kafka's getThrottledResponse, KIP-219).
+    sent = sum(len(r[4]) for r in results.values())
+    ctx.throttle_ms = broker.quotas.record(FETCH, ctx.client_id, sent)
+    if ctx.throttle_ms:
+        broker.quotas.unrecord(FETCH, ctx.client_id, sent)
+        if session is not None:
+            session.epoch = epoch + 1 if incremental else 1
+        return encode_response(v, ErrorCode.none, session.id if session else 0, [],
+                               ctx.throttle_ms)
     for (tkey, _idx), r in results.items():
         if r[4]:
             broker.stats.fetched(names.get(tkey, str(tkey)), len(r[4]))
@@ -184,7 +198,8 @@ async def handle(ctx, req):
             sp = partitions.get(k)
             if sp is not None:
                 sp.last_hw, sp.last_start = r[2], r[3]
-    return encode_response(v, ErrorCode.none, session.id if session else 0, _group(results))
+    return encode_response(v, ErrorCode.none, session.id if session else 0, _group(results),
+                           ctx.throttle_ms)
 
 
 def _topic_names(broker, use_ids: bool, partitions) -> dict:

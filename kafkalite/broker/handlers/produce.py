@@ -27,6 +27,7 @@ from ...log.segment import StorageError
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
 from ...wire.records import validate_produce_batch
+from ..quotas import PRODUCE
 from ..record_checks import RecordErrors, check_records
 from ..registry import api
 
@@ -50,7 +51,8 @@ def _error_result(idx: int, e: KafkaError) -> tuple:
     return _partition_result(idx, e.code, message=e.message, record_errors=errors)
 
 
-def encode_response(version: int, results: list[tuple[str, list[tuple]]]) -> bytes:
+def encode_response(version: int, results: list[tuple[str, list[tuple]]],
+                    throttle_ms: int = 0) -> bytes:
     flex = version >= 9
     out = [array_len(len(results), flex)]
     for name, parts in results:
@@ -73,7 +75,7 @@ def encode_response(version: int, results: list[tuple[str, list[tuple]]]) -> byt
                 out.append(EMPTY_TAGS)
         if flex:
             out.append(EMPTY_TAGS)
-    out.append(_I32.pack(0))
+    out.append(_I32.pack(throttle_ms))
     if flex:
         out.append(EMPTY_TAGS)
     return b"".join(out)
@@ -167,6 +169,8 @@ async def handle(ctx, req):
                                                message=str(e)))
         failed = failed or any(r[1] for r in parts)
         results.append((name, parts))
+    ctx.throttle_ms = broker.quotas.record(PRODUCE, ctx.client_id, sum(  # client quotas
+        len(pd.records or b"") for td in req.topic_data for pd in td.partition_data))
     if acks == 0:
         if failed:
             raise MalformedRequest("acks=0 produce had errors: closing the connection so "
@@ -179,4 +183,4 @@ async def handle(ctx, req):
             results = [(name, [r if r[1] else _partition_result(
                 r[0], ErrorCode.kafka_storage_error, message=f"fsync failed: {e}")
                 for r in parts]) for name, parts in results]
-    return [encode_response(ctx.api_version, results)]
+    return [encode_response(ctx.api_version, results, ctx.throttle_ms)]

@@ -1,0 +1,28 @@
+# AlterUserScramCredentials (key 51), v0.
+#
+# Upserts and deletes SCRAM-SHA-256 (1) / SCRAM-SHA-512 (2) credentials, checked as Kafka's
+# ScramControlManager: empty user UNACCEPTABLE_CREDENTIAL, other mechanisms
+# UNSUPPORTED_SASL_MECHANISM, iterations outside 4096-16384 UNACCEPTABLE_CREDENTIAL,
+# deleting a missing credential RESOURCE_NOT_FOUND, a user altered twice in one request
+# DUPLICATE_RESOURCE; an empty salted password fails the whole request with
+# UNKNOWN_SERVER_ERROR for every user named, as Kafka's HMAC does. The store keeps salt,
+# iterations, StoredKey and ServerKey (security/scram_store.py), persisted under
+# .kafkalite/, for SASL/SCRAM to authenticate against.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+
+@api(51, "AlterUserScramCredentials", (0, 0))
+async def handle(ctx, req):
+    v = ctx.api_version
+    mod = response_module(51, v)
+    results = ctx.broker.scram.alter(
+        [(d.name, d.mechanism) for d in req.deletions],
+        [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
+         for u in req.upsertions])
+    return make(response_class(51, v), throttle_time=ZERO, results=tuple(
+        mod.AlterUserScramCredentialsResult(user=u, error_code=code, error_message=message)
+        for u, code, message in results))

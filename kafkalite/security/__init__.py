@@ -1,0 +1,1 @@
+"""Security: SASL credential storage (SCRAM) and, later, mechanisms and the authorizer."""
