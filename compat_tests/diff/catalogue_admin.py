@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat_tests.diff.catalogue import case, unique
+from compat_tests.diff.catalogue import case, sort_by, unique
 from compat_tests.diff.conftest import DATA_TOPIC, Side, create_topic
 
 TOPIC, BROKER = 2, 4  # config resource types
+TOPIC_CONFIGS_40 = ("kafkalite lists Kafka 3.9/4.0's topic configs (36, with 4.0 defaults such "
+                    "as message.timestamp.after.max.ms=3600000) in its own order; Kafka 3.8 "
+                    "has 34")
 
 
 def create_topics(s: Side, v: int, topics: list[dict], validate_only: bool = False) -> Any:
@@ -15,13 +18,17 @@ def create_topics(s: Side, v: int, topics: list[dict], validate_only: bool = Fal
     return s.call(19, v, {"topics": full, "timeout_ms": 15000, "validate_only": validate_only})
 
 
-@case("create-topics-ok", 19)
+@case("create-topics-ok", 19, versions=lambda v: v < 5)
+@case("create-topics-ok-configs", 19, versions=lambda v: v >= 5,
+      deliberate=TOPIC_CONFIGS_40)
 def _(s: Side, v: int) -> Any:
     return create_topics(s, v, [{"name": unique("created", v), "num_partitions": 2,
                                  "configs": [{"name": "retention.ms", "value": "1000000"}]}])
 
 
-@case("create-topics-validate-only", 19)
+@case("create-topics-validate-only", 19, versions=lambda v: v < 5)
+@case("create-topics-validate-only-configs", 19, versions=lambda v: v >= 5,
+      deliberate=TOPIC_CONFIGS_40)
 def _(s: Side, v: int) -> Any:
     return create_topics(s, v, [{"name": unique("validate", v)}], validate_only=True)
 
@@ -59,7 +66,9 @@ def _(s: Side, v: int) -> Any:
     return create_topics(s, v, [{"name": unique("rf3", v), "replication_factor": 3}])
 
 
-@case("create-topics-invalid-name", 19)
+@case("create-topics-invalid-name", 19,
+      deliberate="same error code (INVALID_TOPIC_EXCEPTION); kafkalite's message wording "
+                 "differs from 3.8's \"Topic name is invalid: ...\" (not yet aligned)")
 def _(s: Side, v: int) -> Any:
     return create_topics(s, v, [{"name": "bad name!"}, {"name": ".."}])
 
@@ -109,8 +118,14 @@ def _(s: Side, v: int) -> Any:
 
 @case("init-producer-id", 22)
 def _(s: Side, v: int) -> Any:
-    return s.call(22, v, {"transactional_id": None, "transaction_timeout_ms": 60000,
-                          "producer_id": -1, "producer_epoch": -1})
+    import time
+    deadline = time.monotonic() + 15
+    while True:  # Kafka answers COORDINATOR_LOAD_IN_PROGRESS until it has a producer-id block
+        r = s.call(22, v, {"transactional_id": None, "transaction_timeout_ms": 60000,
+                           "producer_id": -1, "producer_epoch": -1})
+        if r.error_code != 14 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
 
 
 @case("offset-for-leader-epoch", 23)
@@ -127,7 +142,7 @@ def describe_configs(s: Side, v: int, resources: list[tuple[int, str, list[str] 
                           "include_synonyms": synonyms, "include_documentation": False})
 
 
-@case("describe-configs-topic", 32)
+@case("describe-configs-topic", 32, deliberate=TOPIC_CONFIGS_40)
 def _(s: Side, v: int) -> Any:
     return describe_configs(s, v, [(TOPIC, DATA_TOPIC, None)])
 
@@ -138,7 +153,9 @@ def _(s: Side, v: int) -> Any:
                                                          "no.such.config"])])
 
 
-@case("describe-configs-broker-keys", 32)
+@case("describe-configs-broker-keys", 32,
+      deliberate="kafkalite answers configuration_keys in request order, Kafka in its "
+                 "ConfigDef order")
 def _(s: Side, v: int) -> Any:
     return describe_configs(s, v, [(BROKER, "1", ["num.partitions", "log.retention.hours",
                                                   "message.max.bytes",
@@ -185,10 +202,12 @@ def _(s: Side, v: int) -> Any:
 
 @case("create-partitions-not-increase", 37)
 def _(s: Side, v: int) -> Any:
-    return s.call(37, v, {"topics": [{"name": DATA_TOPIC, "count": 1, "assignments": None},
-                                     {"name": "diff-no-such-topic", "count": 3,
-                                      "assignments": None}],
-                          "timeout_ms": 15000, "validate_only": True})
+    r = s.call(37, v, {"topics": [{"name": DATA_TOPIC, "count": 1, "assignments": None},
+                                  {"name": "diff-no-such-topic", "count": 3,
+                                   "assignments": None}],
+                       "timeout_ms": 15000, "validate_only": True})
+    sort_by(r.results, "name")
+    return r
 
 
 @case("create-partitions-validate", 37)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat_tests.diff.catalogue import case, unique
+from compat_tests.diff.catalogue import case, sort_by, unique
 from compat_tests.diff.conftest import DATA_TOPIC, GROUP, Side, ready_coordinator
 from compat_tests.protocol_cases_groups import assignment, subscription
 
@@ -213,14 +213,19 @@ def _(s: Side, v: int) -> Any:
     ready_coordinator(s, empty)
     commit(s, 2, empty)
     synced(s, 5, live)
-    return s.call(42, v, {"groups_names": [empty, live, "diff-no-such-group"]})
+    r = s.call(42, v, {"groups_names": [empty, live, "diff-no-such-group"]})
+    sort_by(r.results, "group_id")
+    return r
 
 
 @case("offset-delete", 47)
 def _(s: Side, v: int) -> Any:
-    return s.call(47, v, {"group_id": GROUP, "topics": [
+    r = s.call(47, v, {"group_id": GROUP, "topics": [
         {"name": DATA_TOPIC, "partitions": [{"partition_index": 0},
                                             {"partition_index": 5}]}]})
+    for t in r.topics:
+        sort_by(t.partitions, "partition_index")
+    return r
 
 
 @case("offset-delete-unknown-group", 47)

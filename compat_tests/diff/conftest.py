@@ -17,9 +17,12 @@ from tests.helpers.real_kafka import real_kafka  # noqa: F401  (fixture)
 
 # kafkalite with Kafka's defaults, and serve.sh's node id and rebalance delay, so node ids
 # need no normalising.
-LITE_SETTINGS = {"node.id": "1", "group.initial.rebalance.delay.ms": "0"}
+LITE_SETTINGS = {"node.id": "1", "group.initial.rebalance.delay.ms": "0",
+                 "log.retention.check.interval.ms": "300000"}
 DATA_TOPIC, TWO_TOPIC, GROUP = "diff-data", "diff-two", "diff-group"
-FIXED_TS = 1_700_000_000_000  # records carry a fixed timestamp: their bytes must match
+# Records carry one timestamp fixed for the session (their bytes must match on both brokers),
+# recent enough that retention keeps them.
+FIXED_TS = int(time.time() * 1000) - 60_000
 RECORDS = [(b"k0", b"v0", [("h", b"0")]), (None, b"v1", []), (b"k2", b"v2", [])]
 COUNTS: dict[str, int] = {"compared": 0, "differing": 0, "deliberate": 0}
 
