@@ -21,6 +21,7 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from .find_coordinator import INVALID_REQUEST_MESSAGE
 from ._configs import (BROKER, BROKER_LOGGER, GROUP, RESOURCE_NAMES, TOPIC, Entry,
                        broker_entries, default_entries, group_entries, logger_entries,
                        node_id_of, select, topic_entries)
@@ -51,8 +52,10 @@ def _entries(broker, rtype: int, name: str) -> list[Entry]:
         return logger_entries()
     if rtype == GROUP:
         return group_entries(broker, name)
+    if rtype not in RESOURCE_NAMES:  # Kafka names no reason for a type it does not know
+        raise KafkaError(ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)
     raise KafkaError(ErrorCode.invalid_request,
-                     f"Unsupported resource type: {RESOURCE_NAMES.get(rtype, rtype)}")
+                     f"Unsupported resource type: {RESOURCE_NAMES[rtype]}")
 
 
 def _config(mod, e: Entry, synonyms: bool, docs: bool):

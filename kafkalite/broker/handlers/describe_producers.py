@@ -46,7 +46,7 @@ async def handle(ctx, req):
                                   KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC))
             parts.append(mod.PartitionResponse(
                 partition_index=idx, error_code=err.code if err else ErrorCode.none,
-                error_message=err.message if err else None,
+                error_message=None,  # Kafka sends the code alone
                 active_producers=_producers(mod, b, p) if p is not None else ()))
         topics.append(mod.TopicResponse(name=t.name, partitions=tuple(parts)))
     return make(response_class(61, ctx.api_version), throttle_time=ZERO, topics=tuple(topics))

@@ -26,6 +26,7 @@ _PART = struct.Struct(">ihqq")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _TOP7 = struct.Struct(">ihi")
+_UNKNOWN = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
 
 
 def check_leader_epoch(requested: int) -> None:
@@ -49,7 +50,9 @@ def encode_response(version: int, error: int, session_id: int, topics: list,
             cur += _PART.pack(idx, err, hw, hw)
             if version >= 5:
                 cur += _I64.pack(start)
-            cur += null_array
+            # Kafka sends an empty aborted-transactions array for an unknown partition (its
+            # error response), null otherwise (also with OFFSET_OUT_OF_RANGE).
+            cur += array_len(0, flex) if err in _UNKNOWN else null_array
             if version >= 11:
                 cur += b"\xff\xff\xff\xff"
             cur += bytes_len(len(data), flex)
@@ -90,7 +93,8 @@ def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
             data = p.read(sp.fetch_offset, min(sp.max_bytes, remaining),
                           min_one_batch=total == 0)
         except KafkaError as e:
-            out[(tkey, idx)] = (idx, e.code, hw, start, b"")
+            # Kafka answers a failed partition with -1 watermarks, OFFSET_OUT_OF_RANGE too.
+            out[(tkey, idx)] = (idx, e.code, -1, -1, b"")
             error = True
             continue
         total += len(data)

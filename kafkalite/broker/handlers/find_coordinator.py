@@ -20,10 +20,17 @@ GROUP, TRANSACTION = 0, 1
 def _lookup(ctx, key_type: int) -> tuple[ErrorCode, str | None]:
     if key_type == GROUP:
         ctx.broker.groups.find_coordinator()
-        return ErrorCode.none, None
+        return ErrorCode.none, OK
     if key_type == TRANSACTION:
-        return ErrorCode.none, None
-    return ErrorCode.invalid_request, f"coordinator key type {key_type} is not supported"
+        return ErrorCode.none, OK
+    # Kafka gives no reason of its own here: the error's default message.
+    return ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE
+
+
+OK = ""  # Kafka's success message from v4; "NONE" before
+INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being malformed by the "
+                           "client library or the message was sent to an incompatible broker. "
+                           "See the broker logs for more details.")
 
 
 @api(10, "FindCoordinator", (0, 6))
@@ -33,6 +40,7 @@ async def handle(ctx, req):
     key_type = getattr(req, "key_type", GROUP)
     if v < 4:
         err, msg = _lookup(ctx, key_type)
+        msg = "NONE" if msg is OK else msg  # Kafka's Errors.NONE.message() before v4
         ok = err == ErrorCode.none
         return make(response_class(10, v), throttle_time=ZERO, error_code=err,
                     error_message=msg, node_id=b.node_id if ok else -1,

@@ -53,7 +53,7 @@ async def handle(ctx, req):
                 ts, off = lookup(p, rp.timestamp)
             except (ValueError, IndexError) as e:  # a stored batch that does not decode
                 raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
-            code, epoch = ErrorCode.none, 0
+            code, epoch = ErrorCode.none, 0 if off >= 0 else -1  # no offset: no epoch
         except KafkaError as e:
             ts, off, code, epoch = -1, -1, e.code, -1
         return make(mod.ListOffsetsPartitionResponse, partition_index=rp.partition_index,

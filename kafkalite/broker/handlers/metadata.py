@@ -56,8 +56,12 @@ async def handle(ctx, req):
         entries = [_topic_entry(mod, b, t, ops) for t in list(logs.topics.values())]
     else:
         allow = getattr(req, "allow_auto_topic_creation", True)
+        seen: set = set()
         for t in req.topics:
             name = t.name
+            if name is not None and name in seen:  # Kafka answers a topic named twice once
+                continue
+            seen.add(name)
             tid = getattr(t, "topic_id", None)
             if name is None and tid is not None and tid != ZERO_UUID:
                 topic = logs.by_id.get(tid)
