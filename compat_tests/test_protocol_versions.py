@@ -29,10 +29,10 @@ def test_every_advertised_version(ctx, target, api_key):
     failures, ran = [], 0
     for v in range(lo, hi + 1):
         if not wire.has_schema(api_key, v):
-            conftest.PROTOCOL_COUNTS["skipped"] += 1
-            conftest.PROTOCOL_SKIPS.append(f"{KEY_NAMES[api_key]} v{v}: no kafka-python schema")
+            conftest.count_protocol_cases(
+                target, "skipped", f"{KEY_NAMES[api_key]} v{v}: no kafka-python schema")
             continue
-        conftest.PROTOCOL_COUNTS["run"] += 1
+        conftest.count_protocol_cases(target, "run")
         ran += 1
         try:
             with target.conn() as conn:
@@ -54,8 +54,9 @@ def test_advertised_keys_without_schema(target):
     missing = sorted(set(target.versions) - set(wire.SCHEMAS))
     for k in missing:
         lo, hi = target.versions[k]
-        conftest.PROTOCOL_COUNTS["skipped"] += hi - lo + 1
-        conftest.PROTOCOL_SKIPS.append(f"API key {k} v{lo}-{hi}: no kafka-python schema")
+        conftest.count_protocol_cases(target, "skipped",
+                                      f"API key {k} v{lo}-{hi}: no kafka-python schema",
+                                      n=hi - lo + 1)
     if missing:
         pytest.skip(f"no kafka-python schema for advertised API keys {missing}")
 
