@@ -3,8 +3,9 @@
 # What Kafka does, from its 3.8.0 source (apache/kafka):
 # - RequestContext.parseRequest: an ApiVersions request at a version the broker does not know is
 #   not parsed; it is answered as v0 with UNSUPPORTED_VERSION (35) and a list holding only
-#   ApiVersions itself (ApiVersionsRequest.getErrorResponse; KIP-511). The request header for ApiVersions v3+ is v2 (ApiMessageType.requestHeaderVersion),
-#   so a client probing a future version sends header v2 — as done here.
+#   ApiVersions itself (ApiVersionsRequest.getErrorResponse; KIP-511). The request header for
+#   ApiVersions v3+ is v2 (ApiMessageType.requestHeaderVersion), so a client probing a future
+#   version sends header v2 — as done here.
 # - SocketServer.Processor: one request per connection is in flight at a time (the channel is
 #   muted until the response is sent), so pipelined requests are answered in order.
 # - SocketServer.parseRequestHeader / processChannelException: a header with an unknown API key,
