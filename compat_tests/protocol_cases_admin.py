@@ -88,9 +88,10 @@ def create_topics(ctx: Ctx, conn: Conn, v: int) -> None:
         assert configs["retention.ms"].value == "3600000"
         assert configs["retention.ms"].config_source == DYNAMIC_TOPIC_CONFIG
         assert "cleanup.policy" in configs
+    # Kafka's metadata cache learns of the topic moments after the controller answered.
+    ctx.target.wait_for_leaders(name, 2)
     if v >= 7:
         assert t.topic_id.int != 0 and t.topic_id == ctx.topic_id(name)
-    ctx.target.wait_for_leaders(name, 2)
 
 
 @check(20)
