@@ -1,14 +1,19 @@
-# The compatibility suite's target: KAFKA_BOOTSTRAP=host:port when set (an Apache Kafka, or any
-# broker to compare), otherwise a kafkalite broker spawned for the session on a free 127.0.0.1
-# port with default settings except group.initial.rebalance.delay.ms=0. The tests only talk
-# to the target over the wire; every test must also pass against Apache Kafka 3.8+ in its
-# default single-node configuration (where Kafka's initial rebalance delay is 3000 ms).
+# The compatibility suite's targets. Every test runs twice, its id naming the target: against
+# `kafkalite` (a broker spawned for the session on a free 127.0.0.1 port, default settings
+# except group.initial.rebalance.delay.ms=0) and against `kafka`, a real Apache Kafka 3.8
+# (tests/helpers/real_kafka.py: the anchor's serve.sh, one JVM shared by the whole run,
+# which also runs with the initial rebalance delay at 0). Kafka is the reference: a test that
+# fails against it is a broken test. COMPAT_TARGETS=kafkalite (or kafka) runs one of them;
+# KAFKA_BOOTSTRAP=host:port runs the suite once against that broker instead (`external`).
 #
 # Broker settings a test depends on (auto-create, retention, ...) are read with DescribeConfigs;
-# a test skips with the reason when the target is configured otherwise. Topic and group names
-# carry a per-run uuid so runs against a long-lived Kafka never collide.
+# when the target is configured otherwise, target_with() starts a further broker of the same
+# kind with those settings (an external target cannot be reconfigured: the test skips with the
+# reason). Topic and group names carry a per-run uuid so runs against a long-lived Kafka never
+# collide.
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
@@ -19,6 +24,7 @@ from typing import Any, Iterator
 import pytest
 
 from compat_tests import wire
+from tests.helpers import real_kafka
 
 RUN_ID = uuid.uuid4().hex[:8]
 _counter = itertools.count(1)
@@ -30,9 +36,22 @@ SPAWN_SETTINGS = {
     "log.retention.check.interval.ms": "300000",
 }
 
-# Counts printed at the end of the run: protocol (key, version) cases run and skipped.
-PROTOCOL_COUNTS: dict[str, int] = {"run": 0, "skipped": 0}
-PROTOCOL_SKIPS: list[str] = []
+KINDS = ("kafkalite", "kafka")
+TARGETS = ["external"] if os.environ.get("KAFKA_BOOTSTRAP") else \
+    os.environ.get("COMPAT_TARGETS", ",".join(KINDS)).split(",")
+if not set(TARGETS) <= {"external", *KINDS}:
+    raise ValueError(f"COMPAT_TARGETS: {TARGETS}; choose among {KINDS}")
+
+# Printed at the end of the run, per target: protocol (key, version) cases run and skipped.
+PROTOCOL_COUNTS: dict[str, dict[str, int]] = {}
+PROTOCOL_SKIPS: dict[str, list[str]] = {}
+
+
+def count_protocol_cases(target: "Target", outcome: str, why: str = "", n: int = 1) -> None:
+    counts = PROTOCOL_COUNTS.setdefault(target.kind, {"run": 0, "skipped": 0})
+    counts[outcome] += n
+    if why:
+        PROTOCOL_SKIPS.setdefault(target.kind, []).append(why)
 
 
 def unique(kind: str) -> str:
@@ -43,11 +62,16 @@ def unique(kind: str) -> str:
 @dataclass
 class Target:
     bootstrap: str
-    spawned: bool
+    kind: str  # "kafkalite", "kafka" (both started by the suite) or "external"
     versions: dict[int, tuple[int, int]]
     node_ids: list[int] = field(default_factory=list)
     _configs: dict[str, str | None] | None = None
     created_topics: list[str] = field(default_factory=list)
+
+    @property
+    def spawned(self) -> bool:
+        """Whether the suite started this broker (and can start another like it)."""
+        return self.kind != "external"
 
     # -- protocol helpers ---------------------------------------------------------------
 
@@ -132,40 +156,68 @@ class Target:
                            "topics": [{"name": n} for n in names], "timeout_ms": 15000})
 
 
-def _spawn(settings: dict[str, str]) -> Any:
+def _spawn(kind: str, settings: dict[str, str]) -> Any:
+    """A further broker of `kind` with `settings`, started; the caller cleans it up."""
+    if kind == "kafka":
+        broker = real_kafka.RealKafka(settings=settings)
+        try:
+            return broker.start()
+        except BaseException:
+            broker.cleanup()
+            raise
     from kafkalite.testing import BrokerProcess
     return BrokerProcess(settings={**SPAWN_SETTINGS, **settings}).start()
 
 
-def _connect(bootstrap: str, spawned: bool) -> Target:
-    t = Target(bootstrap=bootstrap, spawned=spawned, versions=wire.api_versions(bootstrap))
+def _connect(bootstrap: str, kind: str) -> Target:
+    t = Target(bootstrap=bootstrap, kind=kind, versions=wire.api_versions(bootstrap))
     meta = t.metadata([])
     t.node_ids = sorted(b.node_id for b in meta.brokers)
     assert t.node_ids, f"metadata lists no brokers: {meta}"
     return t
 
 
-@pytest.fixture(scope="session")
-def target() -> Iterator[Target]:
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    broker = None if bootstrap else _spawn({})
-    try:
-        t = _connect(bootstrap or broker.bootstrap, spawned=broker is not None)
+@contextlib.contextmanager
+def _session_broker(kind: str) -> Iterator[str]:
+    if kind == "external":
+        yield os.environ["KAFKA_BOOTSTRAP"]
+    elif kind == "kafka":
+        with real_kafka.session_kafka() as bootstrap:
+            yield bootstrap
+    else:
+        broker = _spawn(kind, {})
+        try:
+            yield broker.bootstrap
+        finally:
+            broker.cleanup()
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    with _session_broker(request.param) as bootstrap:
+        t = _connect(bootstrap, request.param)
         yield t
         try:
             t.delete_topics(t.created_topics)
         except Exception:  # best effort: leave no litter on a long-lived Kafka
             pass
-    finally:
-        if broker is not None:
-            broker.cleanup()
+
+
+# What tests ask target_with() for, given to one further broker per kind: a test asking for a
+# subset of these gets that broker. Auto-creation off (test_errors.py, aiokafka's missing-topic
+# test) and a retention check every second (test_retention.py). One broker rather than one per
+# setting: a Kafka JVM takes 5-10 s to start here and ~400 MiB, and its first retention check
+# comes 30 s after the start (LogManager's initial task delay), so a broker started for the
+# earlier tests has that behind it by the time test_retention.py runs.
+FURTHER_SETTINGS = {"auto.create.topics.enable": "false",
+                    "log.retention.check.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="session")
 def target_with(target: Target):
     """Factory: target_with({"auto.create.topics.enable": "false"}) -> a Target whose broker
-    has those settings: the session's target when it already has them, else (only when the
-    session spawned kafkalite) a further kafkalite spawned with them; otherwise skip."""
+    has those settings: the session's target when it already has them, else a further broker
+    of the target's kind started with them (skip for an external target)."""
     spawned: dict[tuple, tuple[Any, Target]] = {}
 
     def get(settings: dict[str, str]) -> Target:
@@ -175,10 +227,12 @@ def target_with(target: Target):
             return target
         if not target.spawned:
             pytest.skip(f"needs broker settings {settings}; KAFKA_BOOTSTRAP target has {differ}")
+        if settings.items() <= FURTHER_SETTINGS.items():
+            settings = FURTHER_SETTINGS
         key = tuple(sorted(settings.items()))
         if key not in spawned:
-            broker = _spawn(settings)
-            spawned[key] = (broker, _connect(broker.bootstrap, spawned=True))
+            broker = _spawn(target.kind, settings)
+            spawned[key] = (broker, _connect(broker.bootstrap, target.kind))
         return spawned[key][1]
 
     try:
@@ -210,25 +264,24 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "kafkalite_gap(reason): asserts Apache Kafka's behaviour where kafkalite is "
         "known to differ (COMPATIBILITY.md); a strict xfail against the spawned "
-        "kafkalite, an ordinary test against KAFKA_BOOTSTRAP")
+        "kafkalite, an ordinary test against Kafka and KAFKA_BOOTSTRAP")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     # Against the spawned kafkalite a known gap is an expected failure, and a strict one: once
     # kafkalite is fixed the test passes, the xfail turns into a failure and the marker must go.
-    if os.environ.get("KAFKA_BOOTSTRAP"):
-        return
     for item in items:
         gap = item.get_closest_marker("kafkalite_gap")
-        if gap is not None:
+        callspec = getattr(item, "callspec", None)
+        if gap is not None and callspec and callspec.params.get("target") == "kafkalite":
             item.add_marker(pytest.mark.xfail(reason=f"kafkalite gap: {gap.args[0]}",
                                               strict=True))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if PROTOCOL_COUNTS["run"] or PROTOCOL_COUNTS["skipped"]:
+    for kind, counts in PROTOCOL_COUNTS.items():
         tr = terminalreporter
-        tr.section("compat: protocol (api key, version) cases")
-        tr.write_line(f"{PROTOCOL_COUNTS['run']} run, {PROTOCOL_COUNTS['skipped']} skipped")
-        for line in PROTOCOL_SKIPS:
+        tr.section(f"compat: protocol (api key, version) cases against {kind}")
+        tr.write_line(f"{counts['run']} run, {counts['skipped']} skipped")
+        for line in PROTOCOL_SKIPS.get(kind, []):
             tr.write_line(f"  skipped {line}")

@@ -11,6 +11,8 @@
 #   controller answers once the change is committed, the broker's metadata cache applies it
 #   moments later; so the effect is polled for (bounded), not read once.
 # - DescribeCluster v1 endpoint_type 1 = brokers (KIP-919); v2 is_fenced (KIP-1073).
+# - AddPartitionsToTxn v4+ and DescribeAcls: see their checks below (their expectations were
+#   read off a running Kafka 3.8, not only its source).
 from __future__ import annotations
 
 import uuid
@@ -86,9 +88,10 @@ def create_topics(ctx: Ctx, conn: Conn, v: int) -> None:
         assert configs["retention.ms"].value == "3600000"
         assert configs["retention.ms"].config_source == DYNAMIC_TOPIC_CONFIG
         assert "cleanup.policy" in configs
+    # Kafka's metadata cache learns of the topic moments after the controller answered.
+    ctx.target.wait_for_leaders(name, 2)
     if v >= 7:
         assert t.topic_id.int != 0 and t.topic_id == ctx.topic_id(name)
-    ctx.target.wait_for_leaders(name, 2)
 
 
 @check(20)
@@ -277,3 +280,41 @@ def describe_topic_partitions(ctx: Ctx, conn: Conn, v: int) -> None:
     assert [p.partition_index for p in t.partitions] == [0]
     assert t.partitions[0].leader_id in ctx.brokers and t.partitions[0].error_code == NONE
     assert resp.next_cursor is None
+
+
+@check(24)
+def add_partitions_to_txn(ctx: Ctx, conn: Conn, v: int) -> None:
+    # v4+ is the brokers' batched form (KIP-890: a partition leader verifying transactions with
+    # the coordinator). KafkaApis answers once every transaction in it has a result, so an empty
+    # list is never answered: one transaction is sent, naming a missing topic, whose partition
+    # error Kafka answers before looking at the transaction.
+    missing = unique("no-such-topic")
+    txn = {"transactional_id": unique("txn"), "producer_id": 1234, "producer_epoch": 0,
+           "topics": [{"name": missing, "partitions": [0]}]}
+    if v < 4:
+        resp = conn.call(24, v, {f"v3_and_below_{k}": val for k, val in txn.items()})
+        topics = resp.results_by_topic_v3_and_below
+    else:
+        resp = conn.call(24, v, {"transactions": [{**txn, "verify_only": True}]})
+        assert resp.error_code == NONE, resp
+        assert [r.transactional_id for r in resp.results_by_transaction] == \
+            [txn["transactional_id"]], resp
+        topics = resp.results_by_transaction[0].topic_results
+    assert [(t.name, [(p.partition_index, p.partition_error_code)
+                      for p in t.results_by_partition]) for t in topics] == \
+        [(missing, [(0, UNKNOWN_TOPIC_OR_PARTITION)])], resp
+
+
+SECURITY_DISABLED = 54
+ANY = 1  # AclResourceType / PatternType / AclOperation / AclPermissionType.ANY
+
+
+@check(29)
+def describe_acls(ctx: Ctx, conn: Conn, v: int) -> None:
+    # A filter with an UNKNOWN (0) element is an invalid request, which closes the connection
+    # (DescribeAclsRequest.validate); a broker without an authorizer answers SECURITY_DISABLED.
+    resp = conn.call(29, v, {"resource_type_filter": ANY, "resource_name_filter": None,
+                             "pattern_type_filter": ANY, "principal_filter": None,
+                             "host_filter": None, "operation": ANY, "permission_type": ANY})
+    assert (resp.error_code, resp.error_message, resp.resources) == \
+        (SECURITY_DISABLED, "No Authorizer is configured on the broker", []), resp

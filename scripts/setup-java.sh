@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Makes sure a Java runtime that Spark 4 accepts (17 or newer) is on PATH, for the optional
-# PySpark pipeline (spark_pipeline/, tests/spark/). Installs Debian's openjdk-17-jre-headless
-# with apt-get when `java` is missing; does nothing when a suitable Java is already there.
-# Exit status: 0 when Java 17+ is available afterwards, 1 otherwise.
+# Makes sure a Java 17+ JDK is on PATH: the real Kafka the compatibility suite compares with
+# (tests/helpers/real_kafka.py), the PySpark pipeline (spark_pipeline/, tests/spark/) and the
+# Java client check, which compiles with javac (tests/clients_extra/test_java_client.py).
+# Installs Debian's openjdk-17-jdk-headless with apt-get when `java` or `javac` is missing;
+# does nothing when a suitable JDK is already there.
+# Exit status: 0 when java and javac 17+ are available afterwards, 1 otherwise.
 set -euo pipefail
 
 java_major() {
@@ -16,27 +18,32 @@ java_major() {
   esac
 }
 
-if command -v java >/dev/null 2>&1 && [ "$(java_major java)" -ge 17 ]; then
+have_jdk() {
+  command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 \
+    && [ "$(java_major java)" -ge 17 ]
+}
+
+if have_jdk; then
   echo "setup-java: $(java -version 2>&1 | head -n1)"
   exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup-java: Java 17+ is needed and apt-get is not available: install a JDK/JRE 17" >&2
+  echo "setup-java: a Java 17+ JDK is needed and apt-get is not available: install one" >&2
   exit 1
 fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
-echo "setup-java: installing openjdk-17-jre-headless"
+echo "setup-java: installing openjdk-17-jdk-headless"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-  openjdk-17-jre-headless
+  openjdk-17-jdk-headless
 
-if command -v java >/dev/null 2>&1 && [ "$(java_major java)" -ge 17 ]; then
+if have_jdk; then
   echo "setup-java: $(java -version 2>&1 | head -n1)"
   exit 0
 fi
-echo "setup-java: java 17+ still not on PATH after installing" >&2
+echo "setup-java: java and javac 17+ still not on PATH after installing" >&2
 exit 1

@@ -14,7 +14,8 @@ if [ "${KAFKALITE_TEST_NO_SETUP:-0}" != 1 ]; then
   fi
   echo "test.sh: installing the test dependencies into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  bash scripts/setup-java.sh || echo "Java 17 unavailable: the Spark tests will be skipped" >&2
+  bash scripts/setup-java.sh \
+    || echo "Java 17 unavailable: the real-Kafka, Java client and Spark tests will skip" >&2
   .venv/bin/python -m pip install -q -e '.[test,spark]'
 fi
 set +e

@@ -1,12 +1,13 @@
-# The plain Java client (kafka-clients 3.9) against kafkalite: compiles java/KafkaliteCheck.java
-# with javac into a temporary directory and runs it against the session broker. The classpath
-# is discovered on this machine, never downloaded: kafka-clients from ~/.m2/repository, its
-# dependencies (slf4j-api; lz4-java, snappy-java, zstd-jni) from ~/.m2 or the pyspark wheel's
-# jars/ directory. KAFKALITE_JAVA_CLASSPATH overrides the discovery. Skips with the reason when
-# java/javac or the jars are not there (a fresh machine has no populated ~/.m2).
+# The plain Java client (kafka-clients 3.8, Apache Kafka's own) against kafkalite: compiles
+# java/KafkaliteCheck.java with javac into a temporary directory and runs it against the session
+# broker. The classpath is the Kafka anchor's libs/ (tests/helpers/real_kafka.anchor_dir():
+# KAFKA_ANCHOR_DIR, else ../shared/anchors/kafka-3.8.0 from the repository root, else
+# /work/shared/anchors/kafka-3.8.0): kafka-clients with the jars it loads at run time (slf4j
+# with Kafka's own reload4j binding, configured by the anchor's tools-log4j.properties to log
+# warnings to stderr; lz4, snappy, zstd). KAFKALITE_JAVA_CLASSPATH (jars separated by
+# os.pathsep) replaces it. Skips with the reason when java/javac or the jars are not there.
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -15,74 +16,35 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.real_kafka import anchor_dir
+
 from ._checks import TIMEOUT_S, run_check
 
 SOURCE = Path(__file__).parent / "java" / "KafkaliteCheck.java"
-M2 = Path(os.path.expanduser("~")) / ".m2" / "repository"
-# artifact -> its folder under ~/.m2/repository
-ARTIFACTS = {
-    "kafka-clients": "org/apache/kafka/kafka-clients",
-    "slf4j-api": "org/slf4j/slf4j-api",
-    "slf4j-simple": "org/slf4j/slf4j-simple",
-    "lz4-java": "org/lz4/lz4-java",
-    "snappy-java": "org/xerial/snappy/snappy-java",
-    "zstd-jni": "com/github/luben/zstd-jni",
-}
+# What kafka-clients needs at run time, as prefixes of the jar names in the anchor's libs/.
+RUNTIME_JARS = ("kafka-clients-", "slf4j-api-", "slf4j-reload4j-", "reload4j-", "lz4-java-",
+                "snappy-java-", "zstd-jni-")
 
 
-def _version_key(version: str) -> tuple:
-    return tuple(int(n) if n.isdigit() else n for n in re.split(r"[.\-]", version))
-
-
-def _pyspark_jars() -> Path | None:
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
-    return jars if jars.is_dir() else None
-
-
-def _found(artifact: str) -> dict[str, Path]:
-    """version -> jar for every copy of `artifact` in ~/.m2 and pyspark's jars/."""
-    out: dict[str, Path] = {}
-    pattern = re.compile(rf"^{re.escape(artifact)}-(\d[\w.\-]*)\.jar$")
-    place = M2 / ARTIFACTS[artifact]
-    for jar in place.glob("*/*.jar") if place.is_dir() else ():
-        m = pattern.match(jar.name)
-        if m:
-            out[m.group(1)] = jar
-    jars = _pyspark_jars()
-    for jar in jars.glob(f"{artifact}-*.jar") if jars else ():
-        m = pattern.match(jar.name)
-        if m:
-            out.setdefault(m.group(1), jar)
-    return out
-
-
-def discover_classpath() -> tuple[list[str], str]:
-    """The jars to compile and run with, or ([], why not)."""
+def discover_classpath() -> tuple[list[str], list[str], str]:
+    """(jars, extra JVM options, "") to compile and run with, or ([], [], why not)."""
     override = os.environ.get("KAFKALITE_JAVA_CLASSPATH")
     if override:
-        return override.split(os.pathsep), ""
-    clients = _found("kafka-clients")
-    if "3.9.0" not in clients:
-        return [], (f"kafka-clients-3.9.0.jar not found under {M2 / ARTIFACTS['kafka-clients']}"
-                    f" (found versions: {sorted(clients) or 'none'})")
-    apis, simples = _found("slf4j-api"), _found("slf4j-simple")
-    if not apis:
-        return [], "slf4j-api jar not found in ~/.m2 or the pyspark wheel's jars/"
-    # A binding of the same version as the API, so warnings reach the test log; else no binding.
-    paired = sorted(set(apis) & set(simples), key=_version_key)
-    if paired:
-        logging = [apis[paired[-1]], simples[paired[-1]]]
-    else:
-        logging = [apis[max(apis, key=_version_key)]]
-    codecs = []
-    for artifact in ("lz4-java", "snappy-java", "zstd-jni"):
-        found = _found(artifact)
-        if found:
-            codecs.append(found[max(found, key=_version_key)])
-    return [str(p) for p in [clients["3.9.0"], *logging, *codecs]], ""
+        return override.split(os.pathsep), [], ""
+    anchor = anchor_dir()
+    if anchor is None:
+        return [], [], ("no Kafka anchor for kafka-clients: set KAFKA_ANCHOR_DIR, provide "
+                        "../shared/anchors/kafka-3.8.0 or set KAFKALITE_JAVA_CLASSPATH")
+    libs = Path(anchor) / "libs"
+    jars = []
+    for prefix in RUNTIME_JARS:
+        found = sorted(j for j in libs.glob(f"{prefix}*.jar")
+                       if re.fullmatch(rf"{re.escape(prefix)}\d[\w.\-]*\.jar", j.name))
+        if not found:
+            return [], [], f"{prefix}<version>.jar not found in {libs}"
+        jars.append(str(found[-1]))
+    log4j = Path(anchor) / "config" / "tools-log4j.properties"
+    return jars, [f"-Dlog4j.configuration={log4j.as_uri()}"], ""
 
 
 @pytest.mark.parametrize("assignor", ["default", "cooperative-sticky"])
@@ -90,7 +52,7 @@ def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed; the Java client check needs a JDK (17+)")
-    jars, why = discover_classpath()
+    jars, jvm_options, why = discover_classpath()
     if not jars:
         pytest.skip(why)
     classpath = os.pathsep.join(jars)
@@ -100,7 +62,6 @@ def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str
     except subprocess.TimeoutExpired:
         pytest.fail(f"javac did not finish in {TIMEOUT_S} s")
     assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
-    run_check(["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-               "-cp", os.pathsep.join([str(tmp_path), classpath]), "KafkaliteCheck",
-               kafka_broker, assignor],
+    run_check(["java", *jvm_options, "-cp", os.pathsep.join([str(tmp_path), classpath]),
+               "KafkaliteCheck", kafka_broker, assignor],
               "ALL JAVA CHECKS PASSED", f"Java client check (classpath {jars})")

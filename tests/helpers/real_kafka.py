@@ -15,6 +15,7 @@
 # metadata cache catches up), so tests poll for their effect with `eventually`.
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -182,23 +183,45 @@ def create_topic(bootstrap: str, name: str, configs: dict[str, str] | None = Non
         assert ready.error_code == 0, ready
 
 
-@pytest.fixture(scope="session")
-def real_kafka() -> Iterator[str]:
-    """The bootstrap address of a real Apache Kafka 3.8 shared by the session
-    (REAL_KAFKA_BOOTSTRAP names one already running, started by serve.sh, instead)."""
+_SHARED: dict[str, Any] = {"kafka": None, "users": 0}
+
+
+@contextlib.contextmanager
+def session_kafka() -> Iterator[str]:
+    """The bootstrap address of the real Kafka that every session fixture of the run shares
+    (tests/ and compat_tests/ each have one, and a JVM is ~400 MiB): started on first use,
+    stopped when the last user is done. REAL_KAFKA_BOOTSTRAP names one already running
+    (started by serve.sh) instead. Skips with the reason when none can run here."""
     running = os.environ.get("REAL_KAFKA_BOOTSTRAP")
     if running:
         yield running
         return
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    kafka = RealKafka()
+    if _SHARED["kafka"] is None:
+        reason = unavailable_reason()
+        if reason is not None:
+            pytest.skip(reason)
+        kafka = RealKafka()
+        try:
+            kafka.start()
+        except BaseException:
+            kafka.cleanup()
+            raise
+        _SHARED["kafka"] = kafka
+    _SHARED["users"] += 1
     try:
-        kafka.start()
-        yield kafka.bootstrap
+        yield _SHARED["kafka"].bootstrap
     finally:
-        kafka.cleanup()
+        _SHARED["users"] -= 1
+        if not _SHARED["users"]:
+            _SHARED["kafka"].cleanup()
+            _SHARED["kafka"] = None
+
+
+@pytest.fixture(scope="session")
+def real_kafka() -> Iterator[str]:
+    """The bootstrap address of a real Apache Kafka 3.8 shared by the session."""
+    with session_kafka() as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture(params=["kafkalite", "kafka"])

@@ -1,7 +1,7 @@
 # Bad input over raw sockets. Kafka closes a connection whose frame it cannot accept
 # (oversized or negative length, undecodable request, unknown API key, unsupported version),
 # except ApiVersions at an unknown version, which is answered at v0 with
-# UNSUPPORTED_VERSION and the supported list. After every case another client still
+# UNSUPPORTED_VERSION and ApiVersions' own version range. After every case another client still
 # produces and consumes, and the log stays readable.
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_apiversions_unknown_version_answers_v0_and_keeps_the_connection(broker)
         corr, r = decode_response(ApiVersionsResponse, 0, recv_frame(s))
         assert corr == 42 and r.error_code == 35
         keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-        assert keys == {18: (0, 4)}  # only its own range, as Kafka answers
+        assert keys == {18: (0, 4)}  # ApiVersions alone, as Kafka answers
         # The client retries at a version both sides know, on the same connection.
         r = call(s, ApiVersionsRequest[keys[18][1]](client_software_name="x",
                                                     client_software_version="1"),

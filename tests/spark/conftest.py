@@ -1,8 +1,11 @@
 # One SparkSession for the whole test session (Spark is heavy on a 2-core machine), with the
 # Kafka connector when it can be resolved. Tests that need Spark skip with the reason when
 # pyspark or Java 17+ is missing; tests that need format("kafka") skip with the connector
-# resolver's own message when the connector is missing. Resolution is offline (~/.m2 or
-# KAFKALITE_SPARK_JARS) unless KAFKALITE_SPARK_ONLINE=1.
+# resolver's own message when the connector is missing. The connector's jars come from
+# KAFKALITE_SPARK_JARS when set, else from the shared anchors (`../shared/anchors/
+# spark-connector` from the repository root, else /work/shared/anchors/spark-connector; its
+# README: the four jars Spark 4.0.0 needs), passed as spark.jars and never copied; without
+# either, resolution is offline (~/.m2) unless KAFKALITE_SPARK_ONLINE=1.
 from __future__ import annotations
 
 import importlib.util
@@ -12,12 +15,30 @@ from typing import Any, Iterator
 
 import pytest
 
+from spark_pipeline.connector import JARS_ENV
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONNECTOR_ANCHORS = (os.path.join(ROOT, "..", "shared", "anchors", "spark-connector"),
+                     "/work/shared/anchors/spark-connector")
+
+
+def connector_jars() -> str | None:
+    """The jars (files or directories, comma-separated) the tests give Spark and the job's
+    command line, or None to let the resolver look in ~/.m2."""
+    if os.environ.get(JARS_ENV):
+        return os.environ[JARS_ENV]
+    for path in CONNECTOR_ANCHORS:
+        if os.path.isdir(path) and any(n.endswith(".jar") for n in os.listdir(path)):
+            return os.path.abspath(path)
+    return None
+
 
 @dataclass
 class SparkEnv:
     session: Any = None
     skip_reason: str | None = None
     connector_reason: str | None = None
+    jars: str | None = None  # what the connector plan was given: pass it on to the job's CLI
 
 
 @pytest.fixture(scope="session")
@@ -32,12 +53,13 @@ def spark_env() -> Iterator[SparkEnv]:
     if problem:
         yield SparkEnv(skip_reason=problem)
         return
-    env = SparkEnv()
+    env = SparkEnv(jars=connector_jars())
     plan = None
     try:
         # Offline unless asked: a resolution attempt against unreachable remote repositories
         # costs a JVM start and Ivy's timeouts before it fails.
-        plan = plan_connector(offline=os.environ.get("KAFKALITE_SPARK_ONLINE") != "1")
+        plan = plan_connector(env.jars,
+                              offline=os.environ.get("KAFKALITE_SPARK_ONLINE") != "1")
     except ConnectorError as exc:
         env.connector_reason = str(exc)
     try:

@@ -19,6 +19,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e 
 
 from kafkalite.testing import BrokerProcess  # noqa: E402
 from spark_pipeline import transform as t  # noqa: E402
+from spark_pipeline.connector import JARS_ENV  # noqa: E402
 from spark_pipeline.events import ClickstreamGenerator, expected_page_stats  # noqa: E402
 from spark_pipeline.generate import produce  # noqa: E402
 from spark_pipeline.job import JobOptions, run  # noqa: E402
@@ -66,14 +67,18 @@ def stats_from_kafka(spark, bootstrap: str):
                      *t.STAT_COLUMNS)
 
 
-def python_env() -> dict:
+def python_env(jars: str | None = None) -> dict:
+    """The environment of the pipeline's command lines: this checkout's code, and the
+    connector jars the session's Spark was given (KAFKALITE_SPARK_JARS), if any."""
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if jars:
+        env[JARS_ENV] = jars
     return env
 
 
 @pytest.mark.timeout(900)
-def test_stream_to_kafka_and_resume_from_checkpoint(kafka_spark, broker, tmp_path):
+def test_stream_to_kafka_and_resume_from_checkpoint(kafka_spark, spark_env, broker, tmp_path):
     spark, bootstrap = kafka_spark, broker.bootstrap
     began = time.monotonic()
     start = (int(time.time() * 1000) // MIN - 30) * MIN  # recent: within retention
@@ -113,7 +118,7 @@ def test_stream_to_kafka_and_resume_from_checkpoint(kafka_spark, broker, tmp_pat
     job = subprocess.run(
         [sys.executable, "-m", "spark_pipeline.job", "--bootstrap", bootstrap,
          "--checkpoint", ck, "--parquet", pq, "--trigger", "available-now", "--offline"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT, env=python_env())
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env=python_env(spark_env.jars))
     assert job.returncode == 0, job.stdout + job.stderr[-5000:]
     assert f"page_stats: 2 batches in this run, {n1} input rows" in job.stdout, job.stdout
 

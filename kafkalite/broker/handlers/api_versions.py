@@ -2,8 +2,9 @@
 #
 # The list is derived from the handler registry. The response header is always v0, even for
 # flexible versions (KIP-511). A request at a version this broker does not know is answered
-# with a v0 body, UNSUPPORTED_VERSION (35) and, as Kafka (ApiVersionsRequest.getErrorResponse),
-# only ApiVersions' own range, so the client can retry with a version it shares. From v3 the client's software name and version must match Kafka's
+# with a v0 body, UNSUPPORTED_VERSION (35) and a list holding ApiVersions alone, with its full
+# range, which is all the client needs to retry (ApiVersionsRequest.getErrorResponse; Kafka
+# 3.8 answers exactly that). From v3 the client's software name and version must match Kafka's
 # pattern (ApiVersionsRequest.isValid), else INVALID_REQUEST with an empty list, as
 # KafkaApis answers. Gap: no feature flags (supported/finalized features are empty).
 from __future__ import annotations

@@ -1,5 +1,5 @@
-// The plain Java client (kafka-clients 3.9) against kafkalite: AdminClient topic creation,
-// cluster and config descriptions; an idempotent producer with default settings (acks=all);
+// The plain Java client (kafka-clients 3.8, from the Kafka anchor) against kafkalite: AdminClient
+// topic creation, cluster and config descriptions; an idempotent producer with default settings (acks=all);
 // two consumers in one group with the default assignor list (Range, CooperativeSticky) that
 // must receive every record exactly once with commitSync; offsetsForTimes; committed offsets
 // and group deletion through the AdminClient. Every step runs even when an earlier one failed
