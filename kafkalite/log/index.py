@@ -12,6 +12,9 @@ import struct
 from array import array
 from bisect import bisect_right
 
+from . import reads
+from .errors import StorageError
+
 _OFF = struct.Struct(">II")
 _TIME = struct.Struct(">qI")
 
@@ -49,7 +52,7 @@ class _IndexFile:
                 os.ftruncate(fd, len(self._keys) * self.entry.size)
             except OSError:
                 pass  # a torn entry is caught by the size check on the next load
-            raise OSError(28, f"could not append to {self.path}")
+            raise StorageError(28, f"could not append to {self.path}")
 
     def create(self) -> None:
         os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
@@ -62,15 +65,20 @@ class _IndexFile:
         if not self._loaded:
             self.load()
 
-    def load(self) -> None:
-        """Read the file into memory; IndexCorrupt if it is not a valid index."""
+    def load(self, nowait: bool = False) -> None:
+        """Read the file into memory; IndexCorrupt if it is not a valid index. With
+        `nowait`, reads.WouldBlock when the file is not in the page cache."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            data: bytes | bytearray = b""
+        else:
+            try:
+                data = reads.pread(fd, os.fstat(fd).st_size, 0, nowait)
+            finally:
+                os.close(fd)
         self._keys = array("q")
         self._values = array("q")
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            data = b""
         size = self.entry.size
         if len(data) % size:
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of {size}")

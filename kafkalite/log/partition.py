@@ -3,21 +3,32 @@
 # Single-broker semantics: the high watermark is the log end offset, and the partition
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
+#
+# Nothing here waits for the disk on the event loop's thread while the broker serves:
+# fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
+# the flusher thread (flusher.py; the recovery point that follows rolls is recovery.py's),
+# and Fetch reads through reads.py. flush() and close() wait for the queued work, so the
+# clean-shutdown marker is written only once everything is on disk.
 from __future__ import annotations
 
 import logging
 import os
 import time
 from bisect import bisect_right
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..fileio import atomic_write
-from ..wire.errors import ErrorCode, KafkaError
 from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
                             with_log_append_time)
 from ..wire.record_iter import first_record_at_or_after, record_with_timestamp
-from .segment import Segment, StorageError
+from .errors import OffsetOutOfRange, StorageError, storage_error
+from .flusher import PartitionFlusher, open_dir, wait_durable
+from .reads import without_blocking
+from .recovery import load_segments, read_offset_file
+from .segment import Segment
+
+__all__ = ["LogConfig", "PartitionLog", "StorageError", "LEADER_EPOCH"]
 
 log = logging.getLogger("kafkalite.log")
 
@@ -40,12 +51,7 @@ class LogConfig:
     cleanup_policy: str = "delete"
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+START_CHECKPOINT = "log-start-offset"
 
 
 def _now_ms() -> int:
@@ -54,7 +60,7 @@ def _now_ms() -> int:
 
 class PartitionLog:
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
-                 recover: bool = False):
+                 recover: bool = False, flusher: ThreadPoolExecutor | None = None):
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -66,6 +72,10 @@ class PartitionLog:
         self.producer_state: object | None = None  # owned by the broker (idempotence)
         # Called as on_roll(partition, rolled_segment) after each roll (producer snapshots).
         self.on_roll: Callable[["PartitionLog", Segment], None] | None = None
+        self.durability = PartitionFlusher(directory, f"{topic}-{partition}", flusher)
+        self._ack_flush: Future | None = None  # a flush.messages fsync the producer awaits
+        self._start_checkpoint: Future | None = None
+        self._dir_synced = True  # the active segment's directory entry is durable
         os.makedirs(directory, exist_ok=True)
         self._load(recover)
         self.log_start_offset = max(self.segments[0].base_offset, self._read_start_checkpoint())
@@ -73,43 +83,14 @@ class PartitionLog:
     # --- loading --------------------------------------------------------------------------
 
     def _load(self, recover: bool) -> None:
-        bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
-                       if n.endswith(".log") and n[:-4].isdigit())
-        for name in os.listdir(self.directory):
-            stem, _, ext = name.partition(".")
-            if ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in bases:
-                os.unlink(os.path.join(self.directory, name))  # index without a segment
-        for i, base in enumerate(bases):
-            seg = Segment(self.directory, base, self.config.index_interval_bytes)
-            last = i == len(bases) - 1
-            dropped = seg.load(recover=recover and last)
-            if dropped:
-                log.warning("Recovery of %s-%d: truncated %d bytes of %s at offset %d "
-                            "(torn or corrupt tail)", self.topic, self.partition, dropped,
-                            os.path.basename(seg.path), seg.next_offset)
-            if not last:
-                seg.deactivate()
-            if self.segments and seg.base_offset < self.segments[-1].next_offset:
-                log.warning("Segment %s overlaps its predecessor; ignoring it", seg.path)
-                seg.close()
-                continue
-            self.segments.append(seg)
+        self.segments = load_segments(self.directory, f"{self.topic}-{self.partition}",
+                                      self.config.index_interval_bytes, recover)
         if not self.segments:
             self.segments.append(Segment(self.directory, 0, self.config.index_interval_bytes))
         self._bases = [s.base_offset for s in self.segments]
 
-    def _start_checkpoint_path(self) -> str:
-        return os.path.join(self.directory, "log-start-offset")
-
     def _read_start_checkpoint(self) -> int:
-        try:
-            with open(self._start_checkpoint_path()) as f:
-                return min(int(f.read().strip() or 0), self.log_end_offset)
-        except (FileNotFoundError, ValueError):
-            return 0
-
-    def _write_start_checkpoint(self) -> None:
-        atomic_write(self._start_checkpoint_path(), str(self.log_start_offset).encode())
+        return min(read_offset_file(self.directory, START_CHECKPOINT), self.log_end_offset)
 
     # --- state ----------------------------------------------------------------------------
 
@@ -130,7 +111,8 @@ class PartitionLog:
     # --- appends --------------------------------------------------------------------------
 
     def append(self, batch: bytes, h: BatchHeader, now_ms: int | None = None) -> int:
-        """Append one validated batch; returns its base offset. Raises StorageError."""
+        """Append one validated batch; returns its base offset. Raises StorageError. When
+        flush.messages is reached, an fsync is queued: take_ack_flush() returns it."""
         now = _now_ms() if now_ms is None else now_ms
         cfg = self.config
         max_ts = h.max_timestamp
@@ -145,8 +127,14 @@ class PartitionLog:
                    base, last, max_ts)
         self.unflushed_messages += h.records_count
         if self.unflushed_messages >= cfg.flush_messages:
-            self.flush()
+            self._ack_flush = self.schedule_flush()
         return base
+
+    def take_ack_flush(self) -> Future | None:
+        """The fsync that the last append queued for flush.messages, if any: as in Kafka,
+        where that flush runs before the append returns, the producer's answer waits."""
+        fut, self._ack_flush = self._ack_flush, None
+        return fut
 
     def _maybe_roll(self, size: int, max_ts: int, now: int) -> None:
         seg = self.active
@@ -167,17 +155,29 @@ class PartitionLog:
             self.roll()
 
     def roll(self) -> Segment:
+        """Start a new segment at the log end. The old one is fsynced (with the directory,
+        which names the new one) by the flusher; the recovery point follows. Raises
+        StorageError, leaving the old segment active."""
         old = self.active
         if old.size == 0:
             return old
-        old.flush()  # Kafka flushes a segment when it rolls; only the active one can tear
-        seg = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
+        label = f"roll of {self.topic}-{self.partition} at offset {old.next_offset}"
+        try:
+            dir_fd = open_dir(self.directory)
+        except OSError as e:
+            raise storage_error(e, label) from e
+        try:
+            seg = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
+        except OSError as e:
+            os.close(dir_fd)
+            raise storage_error(e, label) from e
         seg.next_offset = old.next_offset
         seg.created_at_ms = _now_ms()
-        old.deactivate()
+        fds = old.retire()
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
-        _fsync_dir(self.directory)  # the new segment's name must survive a power loss
+        self._dir_synced = False
+        self.durability.rolled(fds, dir_fd, seg.base_offset)
         if self.on_roll is not None:
             self.on_roll(self, old)
         return seg
@@ -186,20 +186,21 @@ class PartitionLog:
 
     def check_offset(self, offset: int) -> None:
         if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise KafkaError(ErrorCode.offset_out_of_range,
-                             f"offset {offset} not in [{self.log_start_offset}, "
-                             f"{self.log_end_offset}]")
+            raise OffsetOutOfRange(f"offset {offset} not in [{self.log_start_offset}, "
+                                   f"{self.log_end_offset}]")
 
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool = True) -> bytes:
+    def read(self, offset: int, max_bytes: int, min_one_batch: bool = True,
+             nowait: bool = False) -> bytes | bytearray:
         """Bytes of whole batches from the one holding `offset`, at most `max_bytes` unless
         the first batch is larger and `min_one_batch`. Like Kafka, the last batch may be cut
-        short; clients drop the partial tail."""
+        short; clients drop the partial tail. Raises OffsetOutOfRange, StorageError, and
+        with `nowait` reads.WouldBlock rather than wait for the disk."""
         self.check_offset(offset)
         if offset == self.log_end_offset:
             return b""
         i = bisect_right(self._bases, offset) - 1
         for seg in self.segments[max(i, 0):]:
-            found = seg.find(offset)
+            found = seg.find(offset, nowait)
             if found is None:
                 continue
             pos, first = found
@@ -208,8 +209,13 @@ class PartitionLog:
                 length = first
             if length <= 0:
                 return b""
-            return seg.read(pos, length)
+            return seg.read(pos, length, nowait)
         return b""
+
+    async def read_async(self, offset: int, max_bytes: int,
+                         min_one_batch: bool = True) -> bytes | bytearray:
+        """read() for the event loop: it never waits there for the disk (reads.py)."""
+        return await without_blocking(self.read, offset, max_bytes, min_one_batch)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
@@ -254,14 +260,23 @@ class PartitionLog:
         if offset == -1:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
-            raise KafkaError(ErrorCode.offset_out_of_range,
-                             f"cannot delete below {offset}: high watermark is "
-                             f"{self.high_watermark}")
+            raise OffsetOutOfRange(f"cannot delete below {offset}: high watermark is "
+                                   f"{self.high_watermark}")
         if offset > self.log_start_offset:
+            try:
+                self._start_checkpoint = self.durability.checkpoint(
+                    START_CHECKPOINT, str(offset).encode())
+            except OSError as e:
+                raise storage_error(e, f"checkpoint of {self.topic}-{self.partition}") from e
             self.log_start_offset = offset
-            self._write_start_checkpoint()
             self._delete_segments(lambda s, nxt: s.next_offset <= offset)
         return self.log_start_offset
+
+    async def start_offset_durable(self) -> None:
+        """Wait until the log start offset that delete_records() set is on disk (the
+        checkpoint runs on the flusher). Raises StorageError."""
+        await wait_durable(self._start_checkpoint,
+                           f"log start checkpoint of {self.topic}-{self.partition}")
 
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole segments past retention.ms or retention.bytes; returns how many."""
@@ -303,36 +318,68 @@ class PartitionLog:
                 self.roll()
         if not doomed:
             return 0
+        names: list[str] = []
         for seg in doomed:
             self.segments.remove(seg)
             log.info("Deleting segment %s of %s-%d (log start moves to %d)",
                      os.path.basename(seg.path), self.topic, self.partition,
                      self.segments[0].base_offset)
-            seg.delete()
+            try:
+                names += seg.detach()
+            except OSError as e:  # the segment is out of the log; its files stay behind
+                log.error("Renaming segment %s for deletion failed: %s", seg.path, e)
         self._bases = [s.base_offset for s in self.segments]
+        self.durability.unlink(names)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         return len(doomed)
 
     # --- durability -----------------------------------------------------------------------
 
+    def schedule_flush(self) -> Future:
+        """Queue an fsync of everything appended so far (flush.messages, flush.ms)."""
+        self.unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
+        return self.durability.fsync(self.active, self.active.sync_handles)
+
     def flush(self) -> None:
+        """Make everything durable now, on this thread (clean shutdown). Raises StorageError,
+        also for a queued fsync that failed earlier."""
         try:
+            error = self.durability.drain() or self.durability.failed
+            if error is not None:
+                raise error
             self.active.flush()
         except OSError as e:
-            raise StorageError(e.errno, f"flush of {self.directory} failed: {e}") from e
+            raise storage_error(e, f"flush of {self.directory} failed") from e
         self.unflushed_messages = 0
         self.last_flush_ms = _now_ms()
 
     def sync_handles(self) -> list[int]:
-        """Descriptors whose fsync makes every append so far durable (earlier segments were
-        flushed when they rolled); the caller closes them."""
-        return self.active.sync_handles()
+        """Descriptors whose fsync makes every append so far durable (earlier segments are
+        fsynced by the flusher, or were at an earlier acks=all answer); the caller closes
+        them. After a roll, the directory is among them: it names the new segment."""
+        fds = self.active.sync_handles()
+        if not self._dir_synced:
+            try:
+                fds.append(open_dir(self.directory))
+            except OSError:
+                for fd in fds:
+                    os.close(fd)
+                raise
+            self._dir_synced = True
+        return fds
 
     def maybe_flush_by_time(self, now_ms: int) -> None:
         if self.unflushed_messages and now_ms - self.last_flush_ms >= self.config.flush_ms:
-            self.flush()
+            self.schedule_flush()
 
     def close(self) -> None:
+        """Wait for the queued work (so that nothing claims more than is on disk), then
+        close every segment."""
+        error = self.durability.drain()
+        if error is not None:
+            log.error("Closing %s-%d after a failed flush: %s", self.topic, self.partition,
+                      error)
         for seg in self.segments:
             seg.close()
 
@@ -342,3 +389,4 @@ class PartitionLog:
         for name in os.listdir(self.directory):
             os.unlink(os.path.join(self.directory, name))
         os.rmdir(self.directory)
+

@@ -11,6 +11,8 @@ import struct
 
 from ..wire.records import (HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, crc_ok,
                             parse_header)
+from . import reads
+from .errors import StorageError
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
 
 log = logging.getLogger("kafkalite.log")
@@ -19,10 +21,9 @@ _PREFIX = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _MAXTS = struct.Struct(">q")
 _FIND_WINDOW = 16384
+DELETED_SUFFIX = ".deleted"
 
-
-class StorageError(OSError):
-    """A write that could not complete (disk full, I/O error): KAFKA_STORAGE_ERROR."""
+__all__ = ["Segment", "StorageError", "segment_name", "DELETED_SUFFIX"]
 
 
 def segment_name(base_offset: int) -> str:
@@ -39,14 +40,18 @@ class Segment:
         self.time_index = TimeIndex(stem + ".timeindex", base_offset)
         self.index_interval = index_interval
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.first_batch_timestamp: int | None = None
-        if self.size == 0:  # a new segment: its (empty) indexes exist from the start
-            self.index.create()
-            self.time_index.create()
+        try:
+            self.size = os.fstat(self.fd).st_size
+            if self.size == 0:  # a new segment: its (empty) indexes exist from the start
+                self.index.create()
+                self.time_index.create()
+        except OSError:
+            os.close(self.fd)
+            raise
         self.created_at_ms: int | None = None
         self._bytes_since_index = 0
 
@@ -162,7 +167,13 @@ class Segment:
     def seal_time_index(self) -> None:
         """Record the segment's final maximum timestamp (on roll and clean close)."""
         if self.size and self.max_timestamp >= 0 and self.time_index.loaded:
-            self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
+            try:
+                self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
+            except OSError as e:
+                # The time index is sparse: without its last entry, lookups and retention
+                # see an earlier maximum until the segment is rebuilt. Not worth failing
+                # the roll or the shutdown over.
+                log.warning("Final time index entry of %s not written: %s", self.path, e)
 
     # --- appends --------------------------------------------------------------------------
 
@@ -189,8 +200,11 @@ class Segment:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def find(self, offset: int) -> tuple[int, int] | None:
-        """(position, size) of the batch holding `offset` or the first after it."""
+    def find(self, offset: int, nowait: bool = False) -> tuple[int, int] | None:
+        """(position, size) of the batch holding `offset` or the first after it. With
+        `nowait`, reads.WouldBlock instead of waiting for the disk."""
+        if nowait and not self.index.loaded:
+            self.index.load(nowait=True)
         entry, pos = self.index.lookup(offset)
         size = self.size
         window = b""
@@ -200,7 +214,7 @@ class Segment:
             if rel < 0 or rel + 27 > len(window):
                 # One read covers the short scan from an index entry (batch headers spaced
                 # at most ~index.interval.bytes apart), instead of a pread per header.
-                window = os.pread(self.fd, max(_FIND_WINDOW, 27), pos)
+                window = reads.pread(self.fd, min(_FIND_WINDOW, size - pos), pos, nowait)
                 window_at, rel = pos, 0
                 if len(window) < 27:
                     return None
@@ -221,8 +235,10 @@ class Segment:
             pos += LOG_OVERHEAD + length
         return None
 
-    def read(self, position: int, length: int) -> bytes:
-        return os.pread(self.fd, length, position)
+    def read(self, position: int, length: int, nowait: bool = False) -> bytes | bytearray:
+        """Up to `length` bytes at `position` (fewer at the end of the segment)."""
+        return reads.pread(self.fd, max(min(length, self.size - position), 0), position,
+                           nowait)
 
     def find_timestamp(self, timestamp: int):
         """Yield (position, batch bytes) from the time-index hint onwards."""
@@ -232,10 +248,10 @@ class Segment:
             return
         pos = found[0]
         while pos + HEADER_SIZE <= self.size:
-            head = os.pread(self.fd, HEADER_SIZE, pos)
+            head = self.read(pos, HEADER_SIZE)
             size = LOG_OVERHEAD + _PREFIX.unpack_from(head, 0)[1]
             if _MAXTS.unpack_from(head, 35)[0] >= timestamp:
-                yield pos, os.pread(self.fd, size, pos)
+                yield pos, self.read(pos, size)
             pos += size
 
     def last_modified_ms(self) -> int:
@@ -276,6 +292,14 @@ class Segment:
         self.index.unload()
         self.time_index.unload()
 
+    def retire(self) -> list[int]:
+        """Deactivate the segment after a roll; returns duplicated descriptors of its files
+        (the caller fsyncs and closes them), taken after the last index write."""
+        self.seal_time_index()
+        fds = self.sync_handles()
+        self.deactivate()
+        return fds
+
     def close(self) -> None:
         if self.fd >= 0:
             self.seal_time_index()
@@ -292,3 +316,17 @@ class Segment:
                 os.unlink(p)
             except FileNotFoundError:
                 pass
+
+    def detach(self) -> list[str]:
+        """Close the segment and rename its files to `*.deleted` (cheap: no data is freed),
+        as Kafka does before deleting asynchronously; returns the new base names, for an
+        unlink off the event loop. A leftover is removed at the next start."""
+        self.close()
+        names = []
+        for p in (self.path, self.index.path, self.time_index.path):
+            try:
+                os.rename(p, p + DELETED_SUFFIX)
+                names.append(os.path.basename(p) + DELETED_SUFFIX)
+            except FileNotFoundError:
+                pass
+        return names

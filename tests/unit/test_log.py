@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from kafkalite.log.partition import LogConfig, PartitionLog
-from kafkalite.wire.errors import ErrorCode, KafkaError
+from kafkalite.log.errors import OffsetOutOfRange
 from kafkalite.wire.records import validate_produce_batch
 
 from tests.helpers.kbatch import CODECS, build_batch, decode_records, simple_batch, stored_form
@@ -61,9 +61,8 @@ def test_append_assigns_offsets_and_stores_bytes(tmp_path):
     assert p.read(3, 1 << 20).startswith(stored_form(batches[1], 1))
     assert p.read(8, 1 << 20) == b""
     for bad in (-1, 9):
-        with pytest.raises(KafkaError) as e:
+        with pytest.raises(OffsetOutOfRange):
             p.read(bad, 100)
-        assert e.value.code == ErrorCode.offset_out_of_range
     p.close()
 
 
@@ -129,7 +128,7 @@ def test_retention_by_time_deletes_whole_old_segments(tmp_path):
     assert segment_files(tmp_path) == [f"{8:020d}.log"]
     assert not [n for n in os.listdir(tmp_path)
                 if n.startswith("0" * 20) and n.endswith(("index", "timeindex"))]
-    with pytest.raises(KafkaError):
+    with pytest.raises(OffsetOutOfRange):
         p.read(7, 100)
     assert read_all(p) == stored_form(b_new, 8)
     assert p.apply_retention(now_ms=T0 + 10_000_000) == 0
@@ -165,13 +164,12 @@ def test_delete_records(tmp_path):
         append(p, b)  # segments at 0, 4, 8
     assert p.delete_records(5) == 5
     assert p.log_start_offset == 5 and [s.base_offset for s in p.segments] == [4, 8]
-    with pytest.raises(KafkaError):
+    with pytest.raises(OffsetOutOfRange):
         p.read(4, 100)
     assert p.read(5, 1).startswith(stored_form(b, 4))  # the batch holding 5
     assert p.delete_records(3) == 5  # never moves backwards
-    with pytest.raises(KafkaError) as e:
+    with pytest.raises(OffsetOutOfRange):
         p.delete_records(13)
-    assert e.value.code == ErrorCode.offset_out_of_range
     p.close()
     q = open_log(tmp_path, segment_bytes=len(b) * 2)
     assert q.log_start_offset == 5  # checkpointed

@@ -7,13 +7,15 @@
 # (other than -1) is OFFSET_OUT_OF_RANGE, a topic without the delete cleanup policy
 # POLICY_VIOLATION, an unknown partition UNKNOWN_TOPIC_OR_PARTITION; an offset below the
 # current start changes nothing. Errors carry low_watermark -1. The timeout is ignored: with
-# one replica, the deletion is complete when the response is sent.
+# one replica, the deletion is complete when the response is sent, and its checkpoint is on
+# disk (written off the event loop; KAFKA_STORAGE_ERROR if that fails).
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, per_partition, response_module
 from ..registry import api
+from ._storage import LogError, log_error_code
 
 HIGH_WATERMARK = -1
 
@@ -35,13 +37,22 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(21, v)
     logs = ctx.broker.logs
+    done: dict[tuple[str, int], tuple[int, ErrorCode]] = {}
+    for t in req.topics:
+        for rp in t.partitions:
+            where = f"{t.name}-{rp.partition_index}"
+            p = logs.partition(t.name, rp.partition_index)
+            try:
+                low = _delete(p, rp.offset)
+                await p.start_offset_durable()
+                done[(t.name, rp.partition_index)] = low, ErrorCode.none
+            except KafkaError as e:
+                done[(t.name, rp.partition_index)] = -1, e.code
+            except LogError as e:
+                done[(t.name, rp.partition_index)] = -1, log_error_code(e, where)
 
     def answer(name, rp):
-        try:
-            low = _delete(logs.partition(name, rp.partition_index), rp.offset)
-            code = ErrorCode.none
-        except KafkaError as e:
-            low, code = -1, e.code
+        low, code = done[(name, rp.partition_index)]
         return mod.DeleteRecordsPartitionResult(partition_index=rp.partition_index,
                                                 low_watermark=low, error_code=code)
 

@@ -1,6 +1,7 @@
 # Fetch (key 1), v4-17.
 #
-# Reads whole batches straight from segment files (pread, no decoding) and sends them by
+# Reads whole batches straight from segment files (pread, no decoding; a range not in the
+# page cache is read in a worker thread, never on the event loop) and sends them by
 # reference: the response is a list of buffers, never one concatenated blob. max_bytes and
 # partition_max_bytes bound the response, but the first partition with data returns at least
 # one whole batch even if it is larger (KIP-74). Long polls wait for min_bytes or max_wait,
@@ -21,6 +22,7 @@ from ..build import to_ms
 from ..fetch_sessions import FetchSessionCache, SessionPartition
 from ..quotas import FETCH
 from ..registry import api
+from ._storage import LogError, log_error_code
 
 _PART = struct.Struct(">ihqq")
 _I32 = struct.Struct(">i")
@@ -70,7 +72,7 @@ def encode_response(version: int, error: int, session_id: int, topics: list,
     return out
 
 
-def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
+async def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
     """Read every partition; returns ({key: part result}, bytes read, any error)."""
     logs = broker.logs
     remaining = max_bytes
@@ -88,15 +90,16 @@ def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
             out[(tkey, idx)] = (idx, code, -1, -1, b"")
             error = True
             continue
-        hw, start = p.high_watermark, p.log_start_offset
         try:
-            data = p.read(sp.fetch_offset, min(sp.max_bytes, remaining),
-                          min_one_batch=total == 0)
-        except KafkaError as e:
+            data = await p.read_async(sp.fetch_offset, min(sp.max_bytes, remaining),
+                                      total == 0)
+        except LogError as e:
             # Kafka answers a failed partition with -1 watermarks, OFFSET_OUT_OF_RANGE too.
-            out[(tkey, idx)] = (idx, e.code, -1, -1, b"")
+            out[(tkey, idx)] = (idx, log_error_code(e, f"{p.topic}-{idx}"), -1, -1, b"")
             error = True
             continue
+        # Read after the data (a cold read yields to appends): data never passes hw.
+        hw, start = p.high_watermark, p.log_start_offset
         total += len(data)
         remaining = max(remaining - len(data), 0)
         out[(tkey, idx)] = (idx, ErrorCode.none, hw, start, data)
@@ -165,13 +168,13 @@ async def handle(ctx, req):
                     broker.quotas.fetch_max_bytes(ctx.client_id))  # client quotas
     names = _topic_names(broker, use_ids, partitions)
     while True:
-        results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
+        results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
         remaining = deadline - loop.time()
         if total >= req.min_bytes or error or remaining <= 0 or broker.closing:
             break
         keys = [(names[t], idx) for t, idx in partitions if t in names]
         if not await broker.notifier.wait(keys, remaining):
-            results, total, error = _read_all(broker, use_ids, partitions, max_bytes)
+            results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
             break
     for k, code in fenced.items():
         idx = k[1]

@@ -16,6 +16,7 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, per_partition, response_module
 from .fetch import check_leader_epoch
 from ..registry import api
+from ._storage import LogError, log_error_code
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5
 
@@ -56,6 +57,9 @@ async def handle(ctx, req):
             code, epoch = ErrorCode.none, 0 if off >= 0 else -1  # no offset: no epoch
         except KafkaError as e:
             ts, off, code, epoch = -1, -1, e.code, -1
+        except LogError as e:
+            ts, off, epoch = -1, -1, -1
+            code = log_error_code(e, f"{name}-{rp.partition_index}")
         return make(mod.ListOffsetsPartitionResponse, partition_index=rp.partition_index,
                     error_code=code, timestamp=ts, offset=off, leader_epoch=epoch,
                     old_style_offsets=())

@@ -7,7 +7,9 @@
 # LogAppendTime topics get the batch's maxTimestamp rewritten and a new CRC. Idempotent
 # batches (producerId >= 0) are sequence-checked: duplicates answer their original offset.
 # acks=0 sends no response; if any partition failed, the connection is closed so the client
-# refreshes metadata (as Kafka). acks=-1 with kafkalite.fsync.before.ack fsyncs first.
+# refreshes metadata (as Kafka). acks=-1 with kafkalite.fsync.before.ack fsyncs first, and
+# an append that reaches flush.messages is answered once that flush is done (as in Kafka).
+# A storage failure answers KAFKA_STORAGE_ERROR for its partition only.
 # zstd batches below v7 get UNSUPPORTED_COMPRESSION_TYPE, as in Kafka's
 # ProduceRequest.validateRecords. Produce never auto-creates topics (Metadata does).
 # Record-level errors (v8+, KIP-467) name each refused record, as Kafka's: keyless records
@@ -19,19 +21,17 @@
 # and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
 
-import logging
 import struct
 import time
 
-from ...log.segment import StorageError
+from ...log.flusher import wait_durable
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
 from ...wire.records import validate_produce_batch
 from ..quotas import PRODUCE
 from ..record_checks import RecordErrors, check_records
 from ..registry import api
-
-log = logging.getLogger("kafkalite.produce")
+from ._storage import LogError, log_error_code
 
 _P3 = struct.Struct(">ihqq")     # index, error, base offset, log append time
 _I32 = struct.Struct(">i")
@@ -163,9 +163,8 @@ async def handle(ctx, req):
                 touched.append(p)
             except KafkaError as e:
                 parts.append(_error_result(idx, e))
-            except StorageError as e:
-                log.error("Append to %s-%d failed: %s", name, idx, e)
-                parts.append(_partition_result(idx, ErrorCode.kafka_storage_error,
+            except LogError as e:
+                parts.append(_partition_result(idx, log_error_code(e, f"{name}-{idx}"),
                                                message=str(e)))
         failed = failed or any(r[1] for r in parts)
         results.append((name, parts))
@@ -176,11 +175,15 @@ async def handle(ctx, req):
             raise MalformedRequest("acks=0 produce had errors: closing the connection so "
                                    "the client refreshes metadata, as Kafka does")
         return None
-    if acks == -1 and touched and broker.config["kafkalite.fsync.before.ack"]:
-        try:
+    try:
+        for p in touched:  # flush.messages reached: as in Kafka, answered once flushed
+            fut = p.take_ack_flush()
+            if fut is not None:
+                await wait_durable(fut, f"flush of {p.topic}-{p.partition}")
+        if acks == -1 and touched and broker.config["kafkalite.fsync.before.ack"]:
             await broker.sync(touched)
-        except OSError as e:
-            results = [(name, [r if r[1] else _partition_result(
-                r[0], ErrorCode.kafka_storage_error, message=f"fsync failed: {e}")
-                for r in parts]) for name, parts in results]
+    except OSError as e:
+        results = [(name, [r if r[1] else _partition_result(
+            r[0], ErrorCode.kafka_storage_error, message=f"fsync failed: {e}")
+            for r in parts]) for name, parts in results]
     return [encode_response(ctx.api_version, results, ctx.throttle_ms)]
