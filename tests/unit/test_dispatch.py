@@ -228,6 +228,33 @@ async def test_fetch_long_poll_woken_by_produce(broker):
     assert len(decode_records(bytes(f.responses[0].partitions[0].records))) == 1
 
 
+async def test_fetch_long_poll_rereads_only_the_partitions_that_had_appends(broker):
+    """A woken long poll on 8 partitions reads again only the one with an append (the
+    others' answers cannot have changed), and still answers every partition."""
+    import asyncio
+    topic = broker.create_topic("lp8", 8)
+    reads = {i: 0 for i in range(8)}
+    for p in topic.partitions:
+        real = p.read_async
+
+        async def counted(*args, _real=real, _i=p.partition, **kwargs):
+            reads[_i] += 1  # observes, then runs the real read
+            return await _real(*args, **kwargs)
+        p.read_async = counted
+    fetch = asyncio.ensure_future(call(broker, fetch_req(
+        12, "lp8", [(i, 0, 1 << 20) for i in range(8)], max_wait=10_000, min_bytes=1),
+        FetchResponse))
+    await asyncio.sleep(0.05)
+    assert not fetch.done() and reads == {i: 1 for i in range(8)}
+    await call(broker, produce_req(9, "lp8", [(5, simple_batch(1))]), ProduceResponse)
+    f = await asyncio.wait_for(fetch, 5)
+    assert reads == {**{i: 1 for i in range(8)}, 5: 2}
+    parts = {p.partition_index: p for p in f.responses[0].partitions}
+    assert sorted(parts) == list(range(8))
+    assert len(decode_records(bytes(parts[5].records))) == 1
+    assert all(parts[i].high_watermark == 0 for i in range(8) if i != 5)
+
+
 @pytest.mark.parametrize("version", range(1, 10))
 async def test_list_offsets_all_versions(broker, version):
     broker.create_topic("lo", 1)

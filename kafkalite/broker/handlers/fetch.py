@@ -72,14 +72,23 @@ def encode_response(version: int, error: int, session_id: int, topics: list,
     return out
 
 
-async def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
-    """Read every partition; returns ({key: part result}, bytes read, any error)."""
+async def _read_all(broker, use_ids: bool, partitions, max_bytes: int,
+                    earlier: dict | None = None, only: set | None = None):
+    """Read the partitions; returns ({key: part result}, bytes read, any error). With
+    `earlier` and `only` (a long poll woken by appends), only the keys in `only` are read
+    again: the other partitions had no appends, so their earlier answers still hold."""
     logs = broker.logs
-    remaining = max_bytes
     total = 0
+    if earlier is not None:
+        total = sum(len(r[4]) for k, r in earlier.items() if k not in only)
+    remaining = max(max_bytes - total, 0)
     error = False
     out = {}
-    for (tkey, idx), sp in partitions.items():
+    for key, sp in partitions.items():
+        tkey, idx = key
+        if earlier is not None and key not in only and key in earlier:
+            out[key] = earlier[key]
+            continue
         topic = logs.by_id.get(tkey) if use_ids else logs.get(tkey)
         p = None
         if topic is not None and 0 <= idx < len(topic.partitions):
@@ -87,7 +96,7 @@ async def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
         if p is None:
             code = ErrorCode.unknown_topic_id if use_ids and topic is None \
                 else ErrorCode.unknown_topic_or_partition
-            out[(tkey, idx)] = (idx, code, -1, -1, b"")
+            out[key] = (idx, code, -1, -1, b"")
             error = True
             continue
         try:
@@ -95,14 +104,14 @@ async def _read_all(broker, use_ids: bool, partitions, max_bytes: int):
                                       total == 0)
         except LogError as e:
             # Kafka answers a failed partition with -1 watermarks, OFFSET_OUT_OF_RANGE too.
-            out[(tkey, idx)] = (idx, log_error_code(e, f"{p.topic}-{idx}"), -1, -1, b"")
+            out[key] = (idx, log_error_code(e, f"{p.topic}-{idx}"), -1, -1, b"")
             error = True
             continue
         # Read after the data (a cold read yields to appends): data never passes hw.
         hw, start = p.high_watermark, p.log_start_offset
         total += len(data)
         remaining = max(remaining - len(data), 0)
-        out[(tkey, idx)] = (idx, ErrorCode.none, hw, start, data)
+        out[key] = (idx, ErrorCode.none, hw, start, data)
     return out, total, error
 
 
@@ -167,15 +176,20 @@ async def handle(ctx, req):
     max_bytes = min(getattr(req, "max_bytes", 0x7FFFFFFF),
                     broker.quotas.fetch_max_bytes(ctx.client_id))  # client quotas
     names = _topic_names(broker, use_ids, partitions)
+    results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
+    by_name = None
     while True:
-        results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
         remaining = deadline - loop.time()
         if total >= req.min_bytes or error or remaining <= 0 or broker.closing:
             break
-        keys = [(names[t], idx) for t, idx in partitions if t in names]
-        if not await broker.notifier.wait(keys, remaining):
+        if by_name is None:
+            by_name = {(names[t], idx): (t, idx) for t, idx in partitions if t in names}
+        woken = await broker.notifier.wait(by_name, remaining)
+        if not woken:  # the wait ran out: a last full read, as Kafka's DelayedFetch expiry
             results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
             break
+        results, total, error = await _read_all(broker, use_ids, partitions, max_bytes,
+                                                results, {by_name[k] for k in woken})
     for k, code in fenced.items():
         idx = k[1]
         results[k] = (idx, code, -1, -1, b"")
