@@ -387,3 +387,29 @@ def test_index_write_failure_keeps_the_batch_counted(tmp_path, caplog):
     q = open_log(tmp_path, recover=True, index_interval_bytes=0)
     assert read_all(q) == b"".join(stored_form(b, o) for o in range(3))
     q.close()
+
+
+def test_remembered_read_positions_serve_the_same_bytes_as_a_fresh_lookup(tmp_path):
+    """A consumer's next fetch (the offset after the last whole batch it got) is served from
+    the position where its last read ended; it must be byte for byte what the index lookup
+    gives, across rolls, a cut-short last batch, max_bytes below one batch, and retention."""
+    p = open_log(tmp_path / "p", segment_bytes=3000)
+    for i in range(60):
+        append(p, simple_batch(1 + i % 5, tag=b"r%d" % i))
+    fresh = open_log(tmp_path / "p")  # same files, no remembered positions
+    for max_bytes in (1, 150, 700, 5000):
+        offset, reads = 0, 0
+        while offset < p.log_end_offset:
+            got = p.read(offset, max_bytes)
+            assert got == fresh.read(offset, max_bytes), (max_bytes, offset)
+            recs = decode_records(bytes(got))
+            assert recs, (max_bytes, offset)
+            offset = recs[-1][0] + 1
+            reads += 1
+        assert reads > 1
+    assert len(p._read_positions) > 0  # the walk above used them
+    p.delete_records(p.segments[1].base_offset)  # drops the first segment
+    off = p.log_start_offset
+    assert p.read(off, 5000) == fresh.read(off, 5000)
+    fresh.close()
+    p.close()
