@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 import time
 from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,13 +26,8 @@ from .errors import OffsetOutOfRange, StorageError, storage_error
 from .flusher import PartitionFlusher, open_dir, wait_durable
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
+from .read_positions import LOG_OVERHEAD, ReadPositions, first_batch_size
 from .segment import Segment
-
-_BASE = struct.Struct(">q")
-_LENGTH = struct.Struct(">i")
-_LAST_DELTA = struct.Struct(">i")
-LOG_OVERHEAD = 12  # base offset and batch length, before the batch's own bytes
-_READ_POSITIONS = 16  # remembered read ends per partition: a few consumers' next fetches
 
 __all__ = ["LogConfig", "PartitionLog", "StorageError", "LEADER_EPOCH"]
 
@@ -74,8 +68,7 @@ class PartitionLog:
         self.config = config
         self.segments: list[Segment] = []
         self._bases: list[int] = []
-        # next offset -> (segment, byte position) where recent reads ended (see _remember_end)
-        self._read_positions: dict[int, tuple[Segment, int]] = {}
+        self._read_positions = ReadPositions()  # where recent reads ended
         self.unflushed_messages = 0
         self.last_flush_ms = _now_ms()
         self.producer_state: object | None = None  # owned by the broker (idempotence)
@@ -231,36 +224,15 @@ class PartitionLog:
         length = min(max_bytes, seg.size - pos)
         data = seg.read(pos, length, nowait) if length > 0 else b""
         if min_one_batch and len(data) < seg.size - pos:
-            first = LOG_OVERHEAD + int.from_bytes(data[8:12], "big") if len(data) >= 12 \
-                else None
-            if first is None or first > len(data):
-                probe = seg.read(pos, LOG_OVERHEAD, nowait)
-                first = LOG_OVERHEAD + int.from_bytes(probe[8:12], "big")
+            first = first_batch_size(data if len(data) >= LOG_OVERHEAD
+                                     else seg.read(pos, LOG_OVERHEAD, nowait))
+            if first > len(data):
                 data = seg.read(pos, min(first, seg.size - pos), nowait)
         return self._remember_end(seg, pos, data)
 
     def _remember_end(self, seg: Segment, pos: int, data: bytes | bytearray
                       ) -> bytes | bytearray:
-        """Note where the batch after the last whole one in `data` starts, keyed by its
-        offset: the consumer's next fetch asks for exactly that offset, and is then served
-        without the index lookup and its 16 KiB scan window (a walk of batch prefixes in
-        what was read, no records touched)."""
-        n = len(data)
-        q = 0
-        next_offset = -1
-        while q + LOG_OVERHEAD + 15 <= n:
-            length = _LENGTH.unpack_from(data, q + 8)[0]
-            end = q + LOG_OVERHEAD + length
-            if length < 15 or end > n:
-                break
-            next_offset = _BASE.unpack_from(data, q)[0] \
-                + _LAST_DELTA.unpack_from(data, q + 23)[0] + 1
-            q = end
-        if next_offset >= 0:
-            cache = self._read_positions
-            if len(cache) >= _READ_POSITIONS:
-                del cache[next(iter(cache))]  # the oldest reader's position
-            cache[next_offset] = (seg, pos + q)
+        self._read_positions.remember(seg, pos, data)
         return data
 
     async def read_async(self, offset: int, max_bytes: int,
