@@ -294,3 +294,30 @@ def test_commit_abort_and_fencing_by_a_new_instance(wire_with_markers):
     assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", epoch + 1)
     assert init_ok(wire, txn) == (pid, epoch + 2)
     assert wire.end(txn, pid, epoch, True) == E.producer_fenced
+
+
+def test_transaction_state_records_have_kafkas_layout(wire):
+    """Each broker's own __transaction_state records, read back over Fetch: keyed and laid
+    out as Kafka 3.8 writes them (kafkalite's encoder reproduces Kafka's bytes exactly)."""
+    from kafkalite.coordinator.offsets_log import partition_for
+    from kafkalite.coordinator.transactions_log import decode_value, encode_key, encode_value
+    from tests.helpers.kbatch import decode_records, fetch_raw
+
+    txn, topic = names()
+    create_topic(wire.bootstrap, topic, partitions=2)
+    find_txn_coordinator(wire, txn)
+    pid, epoch = init_ok(wire, txn, timeout_ms=45000)
+    wire.add(txn, pid, epoch, {topic: [1, 0]})
+    partition = partition_for(txn, 50)  # both brokers: 50 partitions, Kafka's hash
+    with connect(wire.bootstrap) as s:
+        data = bytes(fetch_raw(s, "__transaction_state", partition, 0).records or b"")
+    values = [v for _, _, k, v, _ in decode_records(data) if k == encode_key(txn)]
+    assert len(values) == 2
+    empty, ongoing = (decode_value(txn, v) for v in values)
+    assert (empty.producer_id, empty.producer_epoch, empty.timeout_ms, empty.state.name,
+            empty.partitions, empty.start_ms) == (pid, 0, 45000, "EMPTY", frozenset(), -1)
+    assert (ongoing.state.name, ongoing.partitions) == (
+        "ONGOING", frozenset({(topic, 0), (topic, 1)}))
+    assert ongoing.start_ms == ongoing.update_ms > 0
+    for v in values:
+        assert encode_value(decode_value(txn, v)) == v
