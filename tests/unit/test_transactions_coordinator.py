@@ -316,3 +316,27 @@ async def test_load_in_progress_answers(tmp_path):
     finally:
         h.coord.close()
         h.logs.close()
+
+
+async def test_metrics_count_open_committed_aborted(tmp_path):
+    from kafkalite.broker.broker import Broker
+    from kafkalite.metrics import render
+
+    broker = Broker(BrokerConfig({"log.dirs": str(tmp_path / "b"),
+                                  "transaction.state.log.num.partitions": "1"}), FakeClock())
+    broker.open()
+    markers = Markers()
+    broker.transactions.write_markers = markers
+    try:
+        c = broker.transactions
+        for txn, commit in (("a", True), ("b", False), ("c", None)):
+            err, pid, epoch = await c.init_producer_id(txn, 60000, None)
+            await c.add_partitions(txn, pid, epoch, TP)
+            if commit is not None:
+                await c.end_txn(txn, pid, epoch, commit)
+        text = render(broker).decode()
+        for line in ("kafkalite_transactions_open 1.0", "kafkalite_transactions_committed_total 1.0",
+                     "kafkalite_transactions_aborted_total 1.0"):
+            assert line in text
+    finally:
+        broker.close()
