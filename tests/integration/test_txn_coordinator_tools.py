@@ -44,3 +44,35 @@ def test_kafka_transactions_list_and_describe(any_broker):
             fields["TransactionTimeoutMs"]) == ("1", txn, str(pid), "0", "Ongoing", "42000")
     assert sorted(fields["TopicPartitions"].split(",")) == [f"{topic}-0", f"{topic}-1"]
     assert int(fields["CurrentTransactionStartTimeMs"]) > 0
+
+
+def test_kafkalite_transactions_cli_list_and_describe(any_broker):
+    import json
+    import subprocess
+    import sys
+    txn, topic = names()
+    create_topic(any_broker, topic)
+    w = Wire(any_broker)
+    try:
+        find_txn_coordinator(w, txn)
+        pid, epoch = init_ok(w, txn, timeout_ms=42000)
+        w.add(txn, pid, epoch, {topic: [0]})
+    finally:
+        w.close()
+
+    def cli(*args: str):
+        out = subprocess.run([sys.executable, "-m", "kafkalite", "transactions", *args,
+                              "--bootstrap-server", any_broker, "--json"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    rows = cli("list", "--producer-id", str(pid))
+    assert rows == [{"transactional_id": txn, "coordinator": 1, "producer_id": pid,
+                     "state": "Ongoing"}]
+    assert cli("list", "--producer-id", str(pid), "--state", "Empty") == []
+    d = cli("describe", "--transactional-id", txn)
+    assert {k: d[k] for k in ("coordinator", "producer_id", "producer_epoch", "state",
+                              "timeout_ms", "partitions")} == {
+        "coordinator": 1, "producer_id": pid, "producer_epoch": 0, "state": "Ongoing",
+        "timeout_ms": 42000, "partitions": [f"{topic}-0"]}
