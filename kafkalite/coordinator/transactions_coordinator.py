@@ -25,6 +25,7 @@ from ..clock import Clock
 from ..wire.errors import ErrorCode as E
 from .transactions import (COMPLETE, EXPIRABLE, PREPARED, IllegalState, Partition,
                            TransactionMetadata, Transit, TxnState as S, epoch_exhausted)
+from .transactions_queries import TransactionQueries
 from .transactions_log import (TransactionLog, decode_key, decode_value, encode_key,
                                encode_value)
 
@@ -34,7 +35,7 @@ COORDINATOR_EPOCH = 0  # one broker, never a new leader of __transaction_state
 MarkerWriter = Callable[[int, int, int, bool, list[Partition]], Awaitable[dict]]
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(TransactionQueries):
     def __init__(self, config: Any, logs: Any, create_topic: Callable[..., Any], *,
                  clock: Clock, allocate_pid: Callable[[], Awaitable[int]],
                  write_markers: MarkerWriter,
@@ -151,7 +152,8 @@ class TransactionCoordinator:
             self._retry_completions()
         if now_ms >= self._next_expiry_check:
             self._next_expiry_check = now_ms + self.expiry_interval_ms
-            self._spawn(self.expire(now_ms))
+            if self._expired(now_ms):
+                self._spawn(self.expire(now_ms))
         self._compact()
 
     def abort_timed_out(self, now_ms: int) -> int:
@@ -170,10 +172,15 @@ class TransactionCoordinator:
             await self.end_txn(meta.transactional_id, fence.producer_id, fence.producer_epoch,
                                False, from_client=False)
 
+    def _expired(self, now_ms: int) -> list[TransactionMetadata]:
+        return [m for m in self.txns.values() if m.state in EXPIRABLE and m.pending is None
+                and m.expiry_deadline is not None and m.expiry_deadline <= now_ms]
+
     async def expire(self, now_ms: int) -> int:
-        doomed = [m for m in self.txns.values() if m.state in EXPIRABLE and m.pending is None
-                  and m.expiry_deadline is not None and m.expiry_deadline <= now_ms]
+        doomed = self._expired(now_ms)
         for meta in doomed:
+            if meta.pending is not None:
+                continue  # a request got to it while an earlier one was written
             t = meta.prepare_dead()
             if await self._persist(meta, t) == E.none:
                 self.txns.pop(meta.transactional_id, None)
@@ -297,37 +304,6 @@ class TransactionCoordinator:
         return await self._persist(meta, meta.prepare_add_partitions(added,
                                                                      self.clock.wall_ms()))
 
-    def verify(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[Partition]
-               ) -> dict[Partition, E]:
-        """The verify-only AddPartitionsToTxn (KIP-890): which partitions the ongoing
-        transaction has, changing nothing; TRANSACTION_ABORTABLE for the others, as 3.8."""
-        partitions = list(partitions)
-        err, meta = self._check_producer(txn_id, pid, epoch)
-        if meta is not None and meta.state in PREPARED:
-            err, meta = E.concurrent_transactions, None
-        if meta is None:
-            return {tp: err for tp in partitions}
-        return {tp: E.none if tp in meta.partitions else E.transaction_abortable
-                for tp in partitions}
-
-    def verify_partition(self, producer_id: int, producer_epoch: int, topic: str,
-                         partition: int) -> E:
-        """For Produce (txn_spec.md 2): NONE when the producer's ongoing transaction has
-        this partition. Otherwise INVALID_PRODUCER_EPOCH for another epoch (Kafka's
-        AddPartitionsToTxnManager turns the coordinator's PRODUCER_FENCED into it) and
-        INVALID_TXN_STATE for a partition not added or no ongoing transaction (what Kafka 3.8
-        answers a Produce for TRANSACTION_ABORTABLE and for an unknown producer)."""
-        meta = self.by_pid.get(producer_id)
-        if meta is None or meta.producer_id != producer_id:
-            return E.invalid_txn_state
-        if meta.producer_epoch != producer_epoch:
-            return E.invalid_producer_epoch
-        if meta.state in PREPARED:
-            return E.concurrent_transactions
-        if meta.state == S.ONGOING and (topic, partition) in meta.partitions:
-            return E.none
-        return E.invalid_txn_state
-
     async def end_txn(self, txn_id: str, pid: int, epoch: int, commit: bool,
                       from_client: bool = True) -> E:
         if not txn_id:
@@ -409,35 +385,3 @@ class TransactionCoordinator:
                 self._unmarked.pop(txn_id, None)
             elif meta.pending is None:
                 self._spawn(self._complete(meta))
-
-    # --- describing -----------------------------------------------------------------------
-
-    def describe(self, txn_id: str) -> tuple[E, TransactionMetadata | None]:
-        if self.loading:
-            return E.coordinator_load_in_progress, None
-        if txn_id == "":
-            return E.invalid_request, None
-        meta = self.txns.get(txn_id)
-        if meta is None or meta.state == S.DEAD:
-            return E.transactional_id_not_found, None
-        return E.none, meta
-
-    def list(self, producer_ids: Iterable[int], states: Iterable[str], duration_ms: int = -1
-             ) -> tuple[E, list[TransactionMetadata], list[str]]:
-        """ListTransactions: (error, matches, unknown state names), Kafka's filters."""
-        if self.loading:
-            return E.coordinator_load_in_progress, [], []
-        pids = set(producer_ids)
-        names = list(states)
-        wanted = {S.from_name(n) for n in names} - {None}
-        unknown = [n for n in names if S.from_name(n) is None]
-        now = self.clock.wall_ms()
-        out = [m for m in self.txns.values()
-               if m.state != S.DEAD and (not pids or m.producer_id in pids)
-               and (not names or m.state in wanted)
-               and not (duration_ms >= 0 and now - m.start_ms <= duration_ms)]
-        return E.none, out, unknown
-
-    @property
-    def open_transactions(self) -> int:
-        return sum(1 for m in self.txns.values() if m.state in (S.ONGOING, *PREPARED))
