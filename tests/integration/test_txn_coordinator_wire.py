@@ -91,40 +91,12 @@ class Wire:
                          duration_filter=duration)
 
 
-class _Reader:
-    def __init__(self, data: bytes, pos: int):
-        self.data, self.pos = data, pos
-
-    def fixed(self, fmt: str):
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return v
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.data[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def string(self) -> str:
-        n = self.uvarint() - 1
-        self.pos += n
-        return self.data[self.pos - n:self.pos].decode()
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-
 def _describe_response(data: bytes, pos: int):
     """DescribeTransactions v0 by hand: kio refuses its start time of -1 (no transaction)."""
     from types import SimpleNamespace as NS
-    r = _Reader(data, pos)
+
+    from kafkalite.coordinator.transactions_log import _Reader
+    r = _Reader(data, pos, flexible=True)
     r.fixed(">i")
     states = []
     for _ in range(r.uvarint() - 1):
@@ -135,10 +107,10 @@ def _describe_response(data: bytes, pos: int):
         for _ in range(r.uvarint() - 1):
             topic = r.string()
             parts = tuple(r.fixed(">i") for _ in range(r.uvarint() - 1))
-            r.tags()
+            r.skip_tags()
             st.topics.append(NS(topic=topic, partitions=parts))
         st.topics = tuple(st.topics)
-        r.tags()
+        r.skip_tags()
         states.append(st)
     return NS(transaction_states=tuple(states))
 

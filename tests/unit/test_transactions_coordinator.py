@@ -79,11 +79,21 @@ class Harness:
 
 
 @pytest.fixture
-def h(tmp_path):
-    h = Harness(tmp_path)
-    yield h
-    h.coord.close()
-    h.logs.close()
+def make(tmp_path):
+    made: list[Harness] = []
+
+    def factory(**settings: str) -> Harness:
+        made.append(Harness(tmp_path, **settings))
+        return made[-1]
+    yield factory
+    for h in made:
+        h.coord.close()
+        h.logs.close()
+
+
+@pytest.fixture
+def h(make):
+    return make()
 
 
 async def begin(h, txn="tx", timeout=60000, parts=TP):
@@ -225,22 +235,18 @@ async def test_timed_out_transaction_is_aborted_with_a_bumped_epoch(h):
     assert await h.coord.init_producer_id("tx", 60000, None) == (E.none, pid, epoch + 2)
 
 
-async def test_idle_id_expires(tmp_path):
-    h = Harness(tmp_path, **{"transactional.id.expiration.ms": "100000",
+async def test_idle_id_expires(make):
+    h = make(**{"transactional.id.expiration.ms": "100000",
                              "transaction.remove.expired.transaction.cleanup.interval.ms":
                              "50000"})
-    try:
-        pid, epoch = await begin(h, "a")
-        await h.coord.init_producer_id("b", 60000, None)
-        await h.tick(150000)  # one check, at 150 s: "a" is Ongoing, so it never expires
-        assert set(h.coord.txns) == {"a"}
-        assert h.coord.describe("b") == (E.transactional_id_not_found, None)
-        h.restart()  # the tombstone holds
-        await h.settle()
-        assert set(h.coord.txns) == {"a"}
-    finally:
-        h.coord.close()
-        h.logs.close()
+    pid, epoch = await begin(h, "a")
+    await h.coord.init_producer_id("b", 60000, None)
+    await h.tick(150000)  # one check, at 150 s: "a" is Ongoing, so it never expires
+    assert set(h.coord.txns) == {"a"}
+    assert h.coord.describe("b") == (E.transactional_id_not_found, None)
+    h.restart()  # the tombstone holds
+    await h.settle()
+    assert set(h.coord.txns) == {"a"}
 
 
 async def test_list_and_describe_filters(h):
@@ -259,63 +265,48 @@ async def test_list_and_describe_filters(h):
     assert (err, meta.state, meta.partitions) == (E.none, S.ONGOING, set(TP))
 
 
-async def test_restart_mid_transaction_keeps_it_ongoing_until_it_times_out(tmp_path):
-    h = Harness(tmp_path)
-    try:
-        pid, epoch = await begin(h, timeout=30000)
-        h.clock.advance(20000)
-        h.restart()
-        await h.settle()
-        meta = h.coord.txns["tx"]
-        assert (meta.state, meta.producer_id, meta.producer_epoch, meta.partitions) == (
-            S.ONGOING, pid, epoch, set(TP))
-        assert h.coord.verify_partition(pid, epoch, "t", 1) == E.none
-        await h.tick(ABORT_CHECK)  # 30 s since the start: not past it yet
-        assert meta.state == S.ONGOING
-        await h.tick(ABORT_CHECK)
-        assert meta.state == S.COMPLETE_ABORT
-        assert h.markers.calls == [(pid, epoch + 1, 0, False, TP)]
-    finally:
-        h.coord.close()
-        h.logs.close()
+async def test_restart_mid_transaction_keeps_it_ongoing_until_it_times_out(h):
+    pid, epoch = await begin(h, timeout=30000)
+    h.clock.advance(20000)
+    h.restart()
+    await h.settle()
+    meta = h.coord.txns["tx"]
+    assert (meta.state, meta.producer_id, meta.producer_epoch, meta.partitions) == (
+        S.ONGOING, pid, epoch, set(TP))
+    assert h.coord.verify_partition(pid, epoch, "t", 1) == E.none
+    await h.tick(ABORT_CHECK)  # 30 s since the start: not past it yet
+    assert meta.state == S.ONGOING
+    await h.tick(ABORT_CHECK)
+    assert meta.state == S.COMPLETE_ABORT
+    assert h.markers.calls == [(pid, epoch + 1, 0, False, TP)]
 
 
-async def test_prepared_transaction_is_completed_after_restart(tmp_path):
-    h = Harness(tmp_path)
-    try:
-        pid, epoch = await begin(h)
-        h.markers.fail = True  # "crash" between the Prepare record and the markers
-        assert await h.coord.end_txn("tx", pid, epoch, True) == E.none
-        h.markers.fail = False
-        h.restart()
-        await h.settle()
-        meta = h.coord.txns["tx"]
-        assert meta.state == S.COMPLETE_COMMIT
-        assert h.markers.calls == [(pid, epoch, 0, True, TP)]
-        h.restart()
-        await h.settle()
-        assert h.coord.txns["tx"].state == S.COMPLETE_COMMIT
-    finally:
-        h.coord.close()
-        h.logs.close()
+async def test_prepared_transaction_is_completed_after_restart(h):
+    pid, epoch = await begin(h)
+    h.markers.fail = True  # "crash" between the Prepare record and the markers
+    assert await h.coord.end_txn("tx", pid, epoch, True) == E.none
+    h.markers.fail = False
+    h.restart()
+    await h.settle()
+    meta = h.coord.txns["tx"]
+    assert meta.state == S.COMPLETE_COMMIT
+    assert h.markers.calls == [(pid, epoch, 0, True, TP)]
+    h.restart()
+    await h.settle()
+    assert h.coord.txns["tx"].state == S.COMPLETE_COMMIT
 
 
-async def test_load_in_progress_answers(tmp_path):
-    h = Harness(tmp_path)
-    try:
-        await begin(h)
-        h.coord.close()
-        h.logs.close()
-        h.open()  # inside the loop: the replay runs in the background
-        assert h.coord.loading
-        assert (await h.coord.init_producer_id("tx", 60000, None))[0] == \
-            E.coordinator_load_in_progress
-        assert h.coord.list([], [])[0] == E.coordinator_load_in_progress
-        await h.settle()
-        assert not h.coord.loading and h.coord.txns["tx"].state == S.ONGOING
-    finally:
-        h.coord.close()
-        h.logs.close()
+async def test_load_in_progress_answers(h):
+    await begin(h)
+    h.coord.close()
+    h.logs.close()
+    h.open()  # inside the loop: the replay runs in the background
+    assert h.coord.loading
+    assert (await h.coord.init_producer_id("tx", 60000, None))[0] == \
+        E.coordinator_load_in_progress
+    assert h.coord.list([], [])[0] == E.coordinator_load_in_progress
+    await h.settle()
+    assert not h.coord.loading and h.coord.txns["tx"].state == S.ONGOING
 
 
 async def test_metrics_count_open_committed_aborted(tmp_path):
