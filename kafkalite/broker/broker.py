@@ -72,6 +72,8 @@ class Broker:
         self.scram = ScramStore(None)
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
+        # Called as (topic, partition, producer_id, commit) after each transaction marker.
+        self.txn_marker_listeners: list[Callable[[str, int, int, bool], None]] = []
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()

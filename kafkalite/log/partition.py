@@ -4,6 +4,11 @@
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 #
+# Transactions: the last stable offset (LSO) is the first offset of the oldest ongoing
+# transaction, which the producer state keeps (`producer_state.first_unstable`, None when
+# none is open: then the LSO is the high watermark, with no other work), clamped to the log
+# start. Aborted transactions are listed in each segment's `.txnindex` (txnindex.py).
+#
 # Nothing here waits for the disk on the event loop's thread while the broker serves:
 # fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
 # the flusher thread (flusher.py; the recovery point that follows rolls is recovery.py's),
@@ -11,6 +16,7 @@
 # clean-shutdown marker is written only once everything is on disk.
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -19,14 +25,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
-                            with_log_append_time)
+from ..wire.batch_builder import marker_type
+from ..wire.records import (CONTROL_BIT, HEADER_SIZE, BatchHeader, offset_prefix,
+                            parse_header, with_log_append_time)
 from ..wire.record_iter import first_record_at_or_after, record_with_timestamp
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from .flusher import PartitionFlusher, open_dir, wait_durable
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
 from .segment import Segment
+from .txnindex import AbortedTxn
 
 __all__ = ["LogConfig", "PartitionLog", "StorageError", "LEADER_EPOCH"]
 
@@ -103,6 +111,13 @@ class PartitionLog:
         return self.segments[-1].next_offset
 
     high_watermark = log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        first = getattr(self.producer_state, "first_unstable", None)
+        if first is None:
+            return self.log_end_offset
+        return max(min(first, self.log_end_offset), self.log_start_offset)
 
     @property
     def size(self) -> int:
@@ -190,13 +205,16 @@ class PartitionLog:
                                    f"{self.log_end_offset}]")
 
     def read(self, offset: int, max_bytes: int, min_one_batch: bool = True,
-             nowait: bool = False) -> bytes | bytearray:
+             nowait: bool = False, max_offset: int | None = None) -> bytes | bytearray:
         """Bytes of whole batches from the one holding `offset`, at most `max_bytes` unless
         the first batch is larger and `min_one_batch`. Like Kafka, the last batch may be cut
-        short; clients drop the partial tail. Raises OffsetOutOfRange, StorageError, and
-        with `nowait` reads.WouldBlock rather than wait for the disk."""
+        short; clients drop the partial tail. `max_offset` (read_committed: the LSO, always
+        a batch boundary) ends the read before the batch holding it. Raises
+        OffsetOutOfRange, StorageError, and with `nowait` reads.WouldBlock rather than wait
+        for the disk."""
         self.check_offset(offset)
-        if offset == self.log_end_offset:
+        end = self.log_end_offset if max_offset is None else max_offset
+        if offset >= end:
             return b""
         i = bisect_right(self._bases, offset) - 1
         for seg in self.segments[max(i, 0):]:
@@ -204,18 +222,50 @@ class PartitionLog:
             if found is None:
                 continue
             pos, first = found
-            length = min(max_bytes, seg.size - pos)
+            limit = seg.size
+            if end < seg.next_offset:
+                stop = seg.find(end, nowait)
+                limit = stop[0] if stop is not None else limit
+            length = min(max_bytes, limit - pos)
             if min_one_batch and first > length:
-                length = first
+                length = min(first, limit - pos)
             if length <= 0:
                 return b""
             return seg.read(pos, length, nowait)
         return b""
 
-    async def read_async(self, offset: int, max_bytes: int,
-                         min_one_batch: bool = True) -> bytes | bytearray:
+    async def read_async(self, offset: int, max_bytes: int, min_one_batch: bool = True,
+                         max_offset: int | None = None) -> bytes | bytearray:
         """read() for the event loop: it never waits there for the disk (reads.py)."""
-        return await without_blocking(self.read, offset, max_bytes, min_one_batch)
+        if max_offset is None:
+            return await without_blocking(self.read, offset, max_bytes, min_one_batch)
+        return await without_blocking(functools.partial(self.read, max_offset=max_offset),
+                                      offset, max_bytes, min_one_batch)
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), from the
+        segment holding `fetch_offset` on, as Kafka's collectAbortedTransactions."""
+        out: list[AbortedTxn] = []
+        i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
+        for seg in self.segments[i:]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            out += found
+            if complete:
+                break
+        return out
+
+    def append_aborted(self, producer_id: int, first_offset: int, last_offset: int,
+                       last_stable_offset: int) -> None:
+        """Index an aborted transaction in the segment holding its marker (`last_offset`).
+        Raises StorageError."""
+        txn = AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
+        seg = self.segments[max(bisect_right(self._bases, txn.last_offset) - 1, 0)]
+        try:
+            seg.txn_index.append(txn)
+        except OSError as e:
+            raise storage_error(e, f"{seg.txn_index.path}") from e
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
@@ -244,13 +294,24 @@ class PartitionLog:
 
     def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
         """Headers of every batch ending at or after `from_offset` (state rebuilds)."""
+        for _seg, _pos, h in self._headers(from_offset):
+            yield h
+
+    def iter_state_batches(self, from_offset: int) -> Iterator[tuple[BatchHeader, int]]:
+        """As iter_batch_headers, with each batch's control type (0 ABORT, 1 COMMIT; -1 for
+        data): a control batch, a few dozen bytes, is read whole."""
+        for seg, pos, h in self._headers(from_offset):
+            yield h, (marker_type(seg.read(pos, h.size)) if h.attributes & CONTROL_BIT
+                      else -1)
+
+    def _headers(self, from_offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
         i = max(bisect_right(self._bases, from_offset) - 1, 0)
         for seg in self.segments[i:]:
             found = seg.find(from_offset)
             pos = found[0] if found else seg.size
             while pos + HEADER_SIZE <= seg.size:
                 h = parse_header(seg.read(pos, HEADER_SIZE))
-                yield h
+                yield seg, pos, h
                 pos += h.size
 
     # --- deletion -------------------------------------------------------------------------
