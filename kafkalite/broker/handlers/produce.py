@@ -23,7 +23,9 @@
 # idempotence, and the batch opens the producer's transaction in the partition (the LSO
 # stops there until its marker). A non-transactional batch from a producer whose
 # transaction is open in the partition is INVALID_TXN_STATE, as Kafka's ProducerAppendInfo.
-# None of this runs for a batch without the transactional bit.
+# None of this runs for a batch without the transactional bit. A request with transactional
+# batches but no transactional_id is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+# (Kafka's KafkaApis checks that before anything else).
 # Gaps: topic compression.type other than `producer` is not applied
 # (batches are stored as sent); elsewhere timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
@@ -149,6 +151,12 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
                              p.log_start_offset)
 
 
+def _has_transactional(req) -> bool:
+    """Whether any batch has the transactional bit (one attributes byte per partition)."""
+    return any(len(pd.records or b"") > 22 and pd.records[22] & TRANSACTIONAL_BIT
+               for td in req.topic_data for pd in td.partition_data)
+
+
 def _verify(broker, h, topic: str, idx: int) -> None:
     """KIP-890 part 1: the partition must be in the producer's ongoing transaction."""
     if h.producer_id < 0:
@@ -171,6 +179,10 @@ async def handle(ctx, req):
     results: list[tuple[str, list[tuple]]] = []
     touched = []
     failed = False
+    if req.transactional_id is None and _has_transactional(req):
+        return [encode_response(ctx.api_version, [(td.name, [_partition_result(
+            pd.index, ErrorCode.transactional_id_authorization_failed)
+            for pd in td.partition_data]) for td in req.topic_data])]
     for td in req.topic_data:
         name = td.name
         topic = logs.get(name)
