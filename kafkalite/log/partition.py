@@ -4,10 +4,7 @@
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 #
-# Transactions: the last stable offset (LSO) is the first offset of the oldest ongoing
-# transaction, which the producer state keeps (`producer_state.first_unstable`, None when
-# none is open: then the LSO is the high watermark, with no other work), clamped to the log
-# start. Aborted transactions are listed in each segment's `.txnindex` (txnindex.py).
+# Transactions (the LSO, `.txnindex` lookups) are txnlog.py's, which this class inherits.
 #
 # Nothing here waits for the disk on the event loop's thread while the broker serves:
 # fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
@@ -25,16 +22,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..wire.batch_builder import marker_type
-from ..wire.records import (CONTROL_BIT, HEADER_SIZE, BatchHeader, offset_prefix,
-                            parse_header, with_log_append_time)
+from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
+                            with_log_append_time)
 from ..wire.record_iter import first_record_at_or_after, record_with_timestamp
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from .flusher import PartitionFlusher, open_dir, wait_durable
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
 from .segment import Segment
-from .txnindex import AbortedTxn
+from .txnlog import TransactionalLog
 
 __all__ = ["LogConfig", "PartitionLog", "StorageError", "LEADER_EPOCH"]
 
@@ -66,7 +62,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class PartitionLog:
+class PartitionLog(TransactionalLog):
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
                  recover: bool = False, flusher: ThreadPoolExecutor | None = None):
         self.directory = directory
@@ -111,13 +107,6 @@ class PartitionLog:
         return self.segments[-1].next_offset
 
     high_watermark = log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        first = getattr(self.producer_state, "first_unstable", None)
-        if first is None:
-            return self.log_end_offset
-        return max(min(first, self.log_end_offset), self.log_start_offset)
 
     @property
     def size(self) -> int:
@@ -242,31 +231,6 @@ class PartitionLog:
         return await without_blocking(functools.partial(self.read, max_offset=max_offset),
                                       offset, max_bytes, min_one_batch)
 
-    # --- transactions ---------------------------------------------------------------------
-
-    def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [fetch_offset, upper_bound), from the
-        segment holding `fetch_offset` on, as Kafka's collectAbortedTransactions."""
-        out: list[AbortedTxn] = []
-        i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
-        for seg in self.segments[i:]:
-            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
-            out += found
-            if complete:
-                break
-        return out
-
-    def append_aborted(self, producer_id: int, first_offset: int, last_offset: int,
-                       last_stable_offset: int) -> None:
-        """Index an aborted transaction in the segment holding its marker (`last_offset`).
-        Raises StorageError."""
-        txn = AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
-        seg = self.segments[max(bisect_right(self._bases, txn.last_offset) - 1, 0)]
-        try:
-            seg.txn_index.append(txn)
-        except OSError as e:
-            raise storage_error(e, f"{seg.txn_index.path}") from e
-
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
         for seg in self.segments:
@@ -296,13 +260,6 @@ class PartitionLog:
         """Headers of every batch ending at or after `from_offset` (state rebuilds)."""
         for _seg, _pos, h in self._headers(from_offset):
             yield h
-
-    def iter_state_batches(self, from_offset: int) -> Iterator[tuple[BatchHeader, int]]:
-        """As iter_batch_headers, with each batch's control type (0 ABORT, 1 COMMIT; -1 for
-        data): a control batch, a few dozen bytes, is read whole."""
-        for seg, pos, h in self._headers(from_offset):
-            yield h, (marker_type(seg.read(pos, h.size)) if h.attributes & CONTROL_BIT
-                      else -1)
 
     def _headers(self, from_offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
         i = max(bisect_right(self._bases, from_offset) - 1, 0)
