@@ -38,6 +38,12 @@ class TransactionalLog:
 
 
 
+    def may_have_aborted(self, fetch_offset: int) -> bool:
+        """Whether a segment from the one holding `fetch_offset` on has a .txnindex (a
+        cached flag per segment: a log without aborts answers without further work)."""
+        i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
+        return any(seg.txn_index.exists for seg in self.segments[i:])
+
     def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound), from the
         segment holding `fetch_offset` on, as Kafka's collectAbortedTransactions."""

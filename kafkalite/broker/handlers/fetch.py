@@ -106,8 +106,8 @@ def upper_bound(data, fetch_offset: int) -> int:
 def _committed(p, fetch_offset: int, data) -> tuple:
     """(LSO, aborted transactions) of a read_committed answer."""
     lso = p.last_stable_offset
-    if not data:
-        return lso, ()
+    if not data or not p.may_have_aborted(fetch_offset):
+        return lso, ()  # no walk of the returned batches when nothing was ever aborted
     aborted = p.collect_aborted(fetch_offset, upper_bound(data, fetch_offset))
     return lso, tuple((t.producer_id, t.first_offset) for t in aborted)
 
