@@ -80,6 +80,16 @@ class BrokerCollector:
                     lag.add_metric([group.group_id, topic, str(partition)],
                                    max(p.log_end_offset - committed.offset, 0))
         yield lag
+        txns = b.transactions
+        if txns is not None:
+            yield GaugeMetricFamily("kafkalite_transactions_open",
+                                    "Transactions Ongoing or being completed",
+                                    value=txns.open_transactions)
+            yield CounterMetricFamily("kafkalite_transactions_committed",
+                                      "Transactions committed", value=txns.committed)
+            yield CounterMetricFamily("kafkalite_transactions_aborted",
+                                      "Transactions aborted (by producers or timeouts)",
+                                      value=txns.aborted)
 
 
 def render(broker) -> bytes:

@@ -19,6 +19,7 @@ from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
 from ..coordinator.producer_state import ProducerStates
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
+from ..coordinator.transactions_coordinator import TransactionCoordinator
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
 from ..security.scram_store import ScramStore
@@ -62,6 +63,7 @@ class Broker:
         self.pids: ProducerIdAllocator | None = None
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.groups: GroupCoordinator | None = None  # set by open()
+        self.transactions: TransactionCoordinator | None = None  # set by open()
         self.producers = ProducerStates(config, self.clock)
         self.fetch_sessions = FetchSessionCache(
             self.clock, config["max.incremental.fetch.session.cache.slots"])
@@ -70,6 +72,8 @@ class Broker:
         self.scram = ScramStore(None)
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
+        # Called as (topic, partition, producer_id, commit) after each transaction marker.
+        self.txn_marker_listeners: list[Callable[[str, int, int, bool], None]] = []
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()
@@ -96,12 +100,19 @@ class Broker:
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
         self.groups = groups
         groups.open()
+        self.transactions = TransactionCoordinator(
+            self.config, self.logs, self.create_topic, clock=self.clock,
+            allocate_pid=self.pids.allocate, write_markers=self._write_markers,
+            durable=self._txn_log_durable, notify=self.notifier.notify)
+        self.transactions.open()
 
     def close(self, clean: bool = True) -> None:
         self.closing = True
         self.notifier.wake_all()
         if self.groups is not None:
             self.groups.close()
+        if self.transactions is not None:
+            self.transactions.close()
         self.producers.close(self.logs.all_partitions() if clean else ())
         self.logs.close(clean=clean)
 
@@ -126,6 +137,8 @@ class Broker:
         if self.groups is not None:
             self._guarded("group housekeeping", self.groups.tick, wall)
         self._guarded("producer expiry", self.expire_producers, wall)
+        if self.transactions is not None:
+            self._guarded("transaction timeouts", self.transactions.tick, now_ms)
         self.fetch_sessions.evict_idle(now_ms)
 
     @staticmethod
@@ -153,6 +166,17 @@ class Broker:
         close the originals. Raises OSError."""
         fds = [fd for p in {id(p): p for p in partitions}.values() for fd in p.sync_handles()]
         await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+
+    async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int,
+                             commit: bool, partitions: list) -> dict:
+        from .txn_markers import write_markers  # the log side's (txn_spec.md 1)
+        return await write_markers(self, producer_id, epoch, coordinator_epoch, commit,
+                                   partitions)
+
+    async def _txn_log_durable(self, partition: int) -> None:
+        """A __transaction_state write is durable as an acks=all produce is."""
+        if self.config["kafkalite.fsync.before.ack"] and self.transactions is not None:
+            await self.sync([self.transactions.log.topic().partitions[partition]])
 
     # --- topics ---------------------------------------------------------------------------
 
@@ -182,6 +206,8 @@ class Broker:
             # Internal topics are created with their own settings (compacted,
             # offsets.topic.num.partitions), as Kafka's AutoTopicCreationManager does.
             return groups.store.ensure_topic()
+        if name == "__transaction_state" and self.transactions is not None:
+            return self.transactions.log.ensure_topic()
         if not self.config["auto.create.topics.enable"]:
             return None
         return self.create_topic(name, self.config["num.partitions"])

@@ -8,10 +8,7 @@ import logging
 log = logging.getLogger("kafkalite.broker")
 
 _FEATURES = {
-    "transactions (exactly-once)": {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn",
-                                    26: "EndTxn", 27: "WriteTxnMarkers",
-                                    28: "TxnOffsetCommit", 65: "DescribeTransactions",
-                                    66: "ListTransactions"},
+    "transactions (exactly-once)": {27: "WriteTxnMarkers", 28: "TxnOffsetCommit"},
     "SASL authentication": {17: "SaslHandshake", 36: "SaslAuthenticate"},
     "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",

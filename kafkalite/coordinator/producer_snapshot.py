@@ -3,8 +3,9 @@
 #
 #   version int16 = 1 | crc uint32 (CRC32C of everything after it) | int32 count, then per
 #   producer: producer_id int64 | epoch int16 | last_sequence int32 | last_offset int64 |
-#   offset_delta int32 | timestamp int64 | coordinator_epoch int32 (-1) |
-#   current_txn_first_offset int64 (-1: no transactions)
+#   offset_delta int32 | timestamp int64 | coordinator_epoch int32 (-1 before any marker) |
+#   current_txn_first_offset int64 (first offset of its ongoing transaction, -1 for none:
+#   with it, the LSO is right after a restart although that offset precedes the snapshot)
 #
 # A file is named by the offset its state is complete up to (exclusive), 20 digits, in the
 # partition directory: the new segment's base offset at a roll, the log end at shutdown.
@@ -31,8 +32,9 @@ TMP_SUFFIX = SUFFIX + ".tmp"
 LEGACY = "producer.snapshot"  # JSON state of kafkalite 0.1.0; read once, then removed
 _HEAD = struct.Struct(">hIi")
 _ENTRY = struct.Struct(">qhiqiqiq")
-# (producer_id, epoch, last_sequence, last_offset, offset_delta, timestamp)
-Entry = tuple[int, int, int, int, int, int]
+# (producer_id, epoch, last_sequence, last_offset, offset_delta, timestamp,
+#  coordinator_epoch, current_txn_first_offset)
+Entry = tuple[int, int, int, int, int, int, int, int]
 
 
 class CorruptSnapshot(ValueError):
@@ -45,8 +47,7 @@ def file_name(offset: int) -> str:
 
 def encode(entries: Iterable[Entry]) -> bytes:
     pack = _ENTRY.pack
-    body = [pack(pid, epoch, seq, last, delta, ts, -1, -1)
-            for pid, epoch, seq, last, delta, ts in entries]
+    body = [pack(*e) for e in entries]
     out = bytearray(_HEAD.pack(VERSION, 0, len(body)))
     out += b"".join(body)
     struct.pack_into(">I", out, 2, crc32c.crc32c(memoryview(out)[6:]))
@@ -63,7 +64,7 @@ def decode(data: bytes) -> list[Entry]:
         raise CorruptSnapshot("CRC mismatch")
     if count < 0 or len(data) != _HEAD.size + count * _ENTRY.size:
         raise CorruptSnapshot(f"{len(data)} bytes do not hold {count} entries")
-    return [e[:6] for e in _ENTRY.iter_unpack(memoryview(data)[_HEAD.size:])]
+    return list(_ENTRY.iter_unpack(memoryview(data)[_HEAD.size:]))
 
 
 def list_offsets(directory: str, remove_unfinished: bool = False) -> list[int]:

@@ -2,8 +2,10 @@
 # snapshot at each roll and at clean shutdown, expiry, and deleting obsolete snapshots.
 #
 # A partition here is anything with PartitionLog's attributes (directory, log start and end
-# offsets, segments with base offsets, iter_batch_headers, and the producer_state / on_roll
-# slots this module fills in). At a roll, the caller's thread only copies the dict of
+# offsets, segments with base offsets, iter_state_batches, append_aborted, and the
+# producer_state / on_roll slots this module fills in). The replay after the snapshot sees
+# transactional batches (which open a transaction) and markers (which close it), and puts
+# back each aborted transaction's `.txnindex` entry a crash or a deletion lost. At a roll, the caller's thread only copies the dict of
 # (immutable) entries, the state at the roll's offset; SnapshotWriter's thread encodes it,
 # writes and fsyncs the file, off the event loop, as Kafka flushes it from its scheduler.
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from ..clock import Clock
 from . import producer_snapshot as snap
+from ..wire.records import TRANSACTIONAL_BIT
 from .producers import PartitionProducers
 
 log = logging.getLogger("kafkalite.producers")
@@ -36,11 +39,17 @@ class ProducerStates:
                                    [s.base_offset for s in p.segments], self.clock.wall_ms(),
                                    self.config[EXPIRATION])
         replayed = 0
-        for h in p.iter_batch_headers(start):
+        for h, control in p.iter_state_batches(start):
             replayed += 1
-            if h.producer_id >= 0 and h.base_offset >= start:
-                state.update(h.producer_id, h.producer_epoch, h.base_sequence,
-                             h.last_offset_delta, h.base_offset, h.max_timestamp)
+            if h.producer_id < 0 or h.base_offset < start:
+                continue
+            if control >= 0:
+                _replay_marker(p, state, h, control)
+                continue
+            state.update(h.producer_id, h.producer_epoch, h.base_sequence,
+                         h.last_offset_delta, h.base_offset, h.max_timestamp)
+            if h.attributes & TRANSACTIONAL_BIT:
+                state.begin(h.producer_id, h.base_offset)
         self.attach(p, state)
         if replayed or legacy:
             # As Kafka after a recovery: the next start need not replay this tail again.
@@ -106,3 +115,15 @@ class ProducerStates:
                 snap.write(p.directory, offset, state.snapshot(), durable=False)
             except OSError as e:
                 log.warning("Producer snapshot of %s not written: %s", p.directory, e)
+
+
+def _replay_marker(p: Any, state: PartitionProducers, h: Any, control: int) -> None:
+    """A COMMIT (1) or ABORT (0) marker met in the replay; an abort's index entry is
+    written again unless it is there."""
+    done = state.end(h.producer_id, h.producer_epoch, -1, h.base_offset, h.max_timestamp)
+    if done is not None and control == 0:
+        try:
+            p.append_aborted(h.producer_id, done[0], h.base_offset, done[1])
+        except (OSError, ValueError) as e:
+            log.warning("Aborted-transaction index of %s not rebuilt at offset %d: %s",
+                        p.directory, h.base_offset, e)

@@ -7,8 +7,14 @@
 # INVALID_PRODUCER_EPOCH; a producer this partition has no state for may start at any
 # sequence (KIP-360: its state may have expired). Sequences wrap from 2^31-1 to 0.
 #
+# Transactions, as Kafka's ProducerAppendInfo: a producer's first transactional batch in the
+# partition opens its transaction there (`ongoing`: producer id -> first offset, in offset
+# order, so the oldest is the first entry and the LSO costs nothing to read); its COMMIT or
+# ABORT marker closes it. A partition that never sees a transactional batch keeps `ongoing`
+# empty and `first_unstable` None.
+#
 # Expiry (producer.id.expiration.ms): a producer whose last batch's timestamp is that old is
-# forgotten, as Kafka's removeExpiredProducers (there are no transactions to keep one alive).
+# forgotten, as Kafka's removeExpiredProducers, unless its transaction is still open.
 #
 # Persistence, as Kafka: a snapshot file (producer_snapshot.py, Kafka's format) at each roll
 # and at clean shutdown holds each producer's last batch only; at start the newest usable
@@ -52,12 +58,14 @@ class ProducerEntry:
     took 1.7 KB. Never modified once made (an update replaces it), so a copy of the dict of
     entries is a consistent snapshot that another thread can encode."""
 
-    __slots__ = ("epoch", "timestamp", "batches")
+    __slots__ = ("epoch", "timestamp", "batches", "coordinator_epoch")
 
-    def __init__(self, epoch: int, timestamp: int, batches: bytes = b""):
+    def __init__(self, epoch: int, timestamp: int, batches: bytes = b"",
+                 coordinator_epoch: int = -1):
         self.epoch = epoch
         self.timestamp = timestamp
         self.batches = batches
+        self.coordinator_epoch = coordinator_epoch  # of its last marker here
 
     def cached(self) -> Iterator[tuple[int, int, int]]:
         """(first seq, last seq, base offset) of each cached batch, oldest first."""
@@ -79,6 +87,8 @@ class PartitionProducers:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
         self.snapshots: list[int] = []  # offsets of this partition's snapshot files, ascending
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open txn
+        self.first_unstable: int | None = None  # the oldest of those (read as the LSO)
 
     def check(self, pid: int, epoch: int, base_seq: int, last_delta: int) -> int | None:
         """Validate a batch before append; returns the original base offset of a duplicate,
@@ -112,16 +122,57 @@ class PartitionProducers:
         packed = _BATCH.pack(base_seq, _last_seq(base_seq, last_delta), base_offset)
         e = self.producers.get(pid)
         if e is None or epoch != e.epoch:
-            self.producers[pid] = ProducerEntry(epoch, timestamp, packed)
+            self.producers[pid] = ProducerEntry(
+                epoch, timestamp, packed, -1 if e is None else e.coordinator_epoch)
             return
         b = e.batches
         self.producers[pid] = ProducerEntry(
-            epoch, timestamp, (b[_BATCH.size:] if len(b) >= _RING else b) + packed)
+            epoch, timestamp, (b[_BATCH.size:] if len(b) >= _RING else b) + packed,
+            e.coordinator_epoch)
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def check_not_in_txn(self, pid: int) -> None:
+        """A non-transactional batch while the producer's transaction is open here is
+        refused, as Kafka's ProducerAppendInfo does."""
+        if pid in self.ongoing:
+            raise KafkaError(ErrorCode.invalid_txn_state,
+                             f"Expected transactional write from producer {pid}")
+
+    def begin(self, pid: int, offset: int) -> None:
+        """A transactional batch at `offset` was appended: it opens the producer's
+        transaction here unless one is open."""
+        if pid not in self.ongoing:
+            self.ongoing[pid] = offset
+            if self.first_unstable is None:
+                self.first_unstable = offset
+
+    def check_marker(self, pid: int, epoch: int) -> None:
+        """Before a marker is appended: an epoch older than the producer's is refused."""
+        e = self.producers.get(pid)
+        if e is not None and epoch < e.epoch:
+            raise KafkaError(ErrorCode.invalid_producer_epoch,
+                             f"Marker epoch {epoch} of producer {pid} is older than {e.epoch}")
+
+    def end(self, pid: int, epoch: int, coordinator_epoch: int, offset: int,
+            timestamp: int) -> tuple[int, int] | None:
+        """The producer's marker was appended at `offset`. Returns (first offset, LSO after
+        it) of the transaction it ends, as Kafka's CompletedTxn and lastStableOffset, or
+        None when none was open here (an empty transaction leaves no trace)."""
+        e = self.producers.get(pid)
+        # A new epoch (the coordinator's bump on abort or fencing) starts a fresh sequence.
+        batches = e.batches if e is not None and e.epoch == epoch else b""
+        self.producers[pid] = ProducerEntry(epoch, timestamp, batches, coordinator_epoch)
+        first = self.ongoing.pop(pid, None)
+        if first is None:
+            return None
+        self.first_unstable = next(iter(self.ongoing.values()), None)
+        return first, offset + 1 if self.first_unstable is None else self.first_unstable
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers whose last batch is `expiration_ms` old; returns how many."""
         doomed = [pid for pid, e in self.producers.items()
-                  if now_ms - e.timestamp >= expiration_ms]
+                  if now_ms - e.timestamp >= expiration_ms and pid not in self.ongoing]
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
@@ -130,20 +181,25 @@ class PartitionProducers:
 
     def snapshot(self) -> bytes:
         """The snapshot file's bytes: each producer with its last batch, as Kafka keeps it."""
-        return encode_snapshot(self.producers)
+        return encode_snapshot(self.producers, self.ongoing)
 
     def frozen_snapshot(self) -> Callable[[], bytes]:
         """The current state's snapshot, to be encoded later, on another thread: copying the
         dict is all the caller's thread does."""
-        return functools.partial(encode_snapshot, dict(self.producers))
+        return functools.partial(encode_snapshot, dict(self.producers), dict(self.ongoing))
 
     def restore(self, entries: Iterable[snap.Entry], now_ms: int, expiration_ms: int) -> None:
-        for pid, epoch, last_s, last_off, delta, ts in entries:
-            if now_ms - ts >= expiration_ms:
+        ongoing = []
+        for pid, epoch, last_s, last_off, delta, ts, coordinator_epoch, txn_first in entries:
+            if now_ms - ts >= expiration_ms and txn_first < 0:
                 continue  # as Kafka's loadFromSnapshot, expired producers are not loaded
             batch = b"" if last_off < 0 else _BATCH.pack(
                 (last_s - delta) & INT32_MAX, last_s, last_off - delta)
-            self.producers[pid] = ProducerEntry(epoch, ts, batch)
+            self.producers[pid] = ProducerEntry(epoch, ts, batch, coordinator_epoch)
+            if txn_first >= 0:
+                ongoing.append((txn_first, pid))
+        for first, pid in sorted(ongoing):
+            self.begin(pid, first)
 
     def load(self, directory: str, log_start: int, log_end: int, segment_bases: list[int],
              now_ms: int, expiration_ms: int) -> tuple[int, bool]:
@@ -206,19 +262,23 @@ class PartitionProducers:
         return doomed
 
 
-def encode_snapshot(producers: dict[int, ProducerEntry]) -> bytes:
-    return snap.encode(_entries(producers))
+def encode_snapshot(producers: dict[int, ProducerEntry],
+                    ongoing: dict[int, int] | None = None) -> bytes:
+    return snap.encode(_entries(producers, ongoing or {}))
 
 
-def _entries(producers: dict[int, ProducerEntry]) -> Iterator[snap.Entry]:
+def _entries(producers: dict[int, ProducerEntry],
+             ongoing: dict[int, int]) -> Iterator[snap.Entry]:
     for pid, e in producers.items():
+        txn_first = ongoing.get(pid, -1)
         last = e.last_batch()
         if last is None:
-            yield pid, e.epoch, -1, -1, 0, e.timestamp
+            yield pid, e.epoch, -1, -1, 0, e.timestamp, e.coordinator_epoch, txn_first
             continue
         first_s, last_s, base = last
         delta = (last_s - first_s) & INT32_MAX
-        yield pid, e.epoch, last_s, base + delta, delta, e.timestamp
+        yield (pid, e.epoch, last_s, base + delta, delta, e.timestamp, e.coordinator_epoch,
+               txn_first)
 
 
 class ProducerIdAllocator:

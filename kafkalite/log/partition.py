@@ -4,6 +4,8 @@
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 #
+# Transactions (the LSO, `.txnindex` lookups) are txnlog.py's, which this class inherits.
+#
 # Nothing here waits for the disk on the event loop's thread while the broker serves:
 # fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
 # the flusher thread (flusher.py; the recovery point that follows rolls is recovery.py's),
@@ -11,6 +13,7 @@
 # clean-shutdown marker is written only once everything is on disk.
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -28,6 +31,7 @@ from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
 from .read_positions import LOG_OVERHEAD, ReadPositions, first_batch_size
 from .segment import Segment
+from .txnlog import TransactionalLog
 
 __all__ = ["LogConfig", "PartitionLog", "StorageError", "LEADER_EPOCH"]
 
@@ -59,7 +63,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class PartitionLog:
+class PartitionLog(TransactionalLog):
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
                  recover: bool = False, flusher: ThreadPoolExecutor | None = None):
         self.directory = directory
@@ -192,27 +196,34 @@ class PartitionLog:
                                    f"{self.log_end_offset}]")
 
     def read(self, offset: int, max_bytes: int, min_one_batch: bool = True,
-             nowait: bool = False) -> bytes | bytearray:
+             nowait: bool = False, max_offset: int | None = None) -> bytes | bytearray:
         """Bytes of whole batches from the one holding `offset`, at most `max_bytes` unless
         the first batch is larger and `min_one_batch`. Like Kafka, the last batch may be cut
-        short; clients drop the partial tail. Raises OffsetOutOfRange, StorageError, and
-        with `nowait` reads.WouldBlock rather than wait for the disk."""
+        short; clients drop the partial tail. `max_offset` (read_committed: the LSO, always
+        a batch boundary) ends the read before the batch holding it. Raises
+        OffsetOutOfRange, StorageError, and with `nowait` reads.WouldBlock rather than wait
+        for the disk."""
         self.check_offset(offset)
-        if offset == self.log_end_offset:
+        end = self.log_end_offset if max_offset is None else max_offset
+        if offset >= end:
             return b""
         i = bisect_right(self._bases, offset) - 1
         hit = self._read_positions.get(offset)
         if hit is not None and 0 <= i < len(self.segments) and self.segments[i] is hit[0] \
-                and hit[1] < hit[0].size:
+                and hit[1] < hit[0].size and end >= hit[0].next_offset:
             return self._read_at(hit[0], hit[1], max_bytes, min_one_batch, nowait)
         for seg in self.segments[max(i, 0):]:
             found = seg.find(offset, nowait)
             if found is None:
                 continue
             pos, first = found
-            length = min(max_bytes, seg.size - pos)
+            limit = seg.size
+            if end < seg.next_offset:
+                stop = seg.find(end, nowait)
+                limit = stop[0] if stop is not None else limit
+            length = min(max_bytes, limit - pos)
             if min_one_batch and first > length:
-                length = first
+                length = min(first, limit - pos)
             if length <= 0:
                 return b""
             return self._remember_end(seg, pos, seg.read(pos, length, nowait))
@@ -235,10 +246,13 @@ class PartitionLog:
         self._read_positions.remember(seg, pos, data)
         return data
 
-    async def read_async(self, offset: int, max_bytes: int,
-                         min_one_batch: bool = True) -> bytes | bytearray:
+    async def read_async(self, offset: int, max_bytes: int, min_one_batch: bool = True,
+                         max_offset: int | None = None) -> bytes | bytearray:
         """read() for the event loop: it never waits there for the disk (reads.py)."""
-        return await without_blocking(self.read, offset, max_bytes, min_one_batch)
+        if max_offset is None:
+            return await without_blocking(self.read, offset, max_bytes, min_one_batch)
+        return await without_blocking(functools.partial(self.read, max_offset=max_offset),
+                                      offset, max_bytes, min_one_batch)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
@@ -267,13 +281,17 @@ class PartitionLog:
 
     def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
         """Headers of every batch ending at or after `from_offset` (state rebuilds)."""
+        for _seg, _pos, h in self._headers(from_offset):
+            yield h
+
+    def _headers(self, from_offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
         i = max(bisect_right(self._bases, from_offset) - 1, 0)
         for seg in self.segments[i:]:
             found = seg.find(from_offset)
             pos = found[0] if found else seg.size
             while pos + HEADER_SIZE <= seg.size:
                 h = parse_header(seg.read(pos, HEADER_SIZE))
-                yield h
+                yield seg, pos, h
                 pos += h.size
 
     # --- deletion -------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def load_segments(directory: str, label: str, index_interval: int,
     bases = sorted(int(n[:-4]) for n in names if n.endswith(".log") and n[:-4].isdigit())
     for name in names:
         stem, _, ext = name.partition(".")
-        if stem.isdigit() and (ext in ("index", "timeindex") and int(stem) not in bases
+        if stem.isdigit() and (ext in ("index", "timeindex", "txnindex") and int(stem) not in bases
                                or name.endswith(DELETED_SUFFIX)):
             # an index without a segment, or a deletion the last run did not finish
             os.unlink(os.path.join(directory, name))

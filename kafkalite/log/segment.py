@@ -1,4 +1,5 @@
-# One log segment: `<base offset, 20 digits>.log` with its sparse `.index` and `.timeindex`.
+# One log segment: `<base offset, 20 digits>.log` with its sparse `.index` and `.timeindex`,
+# and a `.txnindex` (txnindex.py) once it holds an aborted transaction's marker.
 #
 # Batches are appended exactly as received, except for the 16-byte offset prefix, with one
 # writev per batch (no copy of the batch body). Reads are preads of a byte range; the batch
@@ -14,6 +15,7 @@ from ..wire.records import (HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, crc_ok,
 from . import reads
 from .errors import StorageError
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
+from .txnindex import SUFFIX as TXN_SUFFIX, TxnIndex
 
 log = logging.getLogger("kafkalite.log")
 
@@ -38,6 +40,7 @@ class Segment:
         self.path = stem + ".log"
         self.index = OffsetIndex(stem + ".index", base_offset)
         self.time_index = TimeIndex(stem + ".timeindex", base_offset)
+        self.txn_index = TxnIndex(stem + TXN_SUFFIX)
         self.index_interval = index_interval
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.next_offset = base_offset
@@ -86,6 +89,7 @@ class Segment:
             self.size = end
             self.index.truncate_to_position(end)
             self.time_index.truncate_to_offset(self.next_offset)
+            self.txn_index.truncate_to(self.next_offset)
         return truncated
 
     def _load_indexes(self) -> None:
@@ -269,6 +273,7 @@ class Segment:
         self.size = pos
         self.index.truncate_to_position(pos)
         self.time_index.truncate_to_offset(offset)
+        self.txn_index.truncate_to(offset)
         self.next_offset = offset
 
     def flush(self) -> None:
@@ -284,6 +289,9 @@ class Segment:
             fd = idx.dup_fd()
             if fd is not None:
                 fds.append(fd)
+        fd = self.txn_index.sync_handle()
+        if fd is not None:
+            fds.append(fd)
         return fds
 
     def deactivate(self) -> None:
@@ -311,11 +319,12 @@ class Segment:
 
     def delete(self) -> None:
         self.close()
-        for p in (self.path, self.index.path, self.time_index.path):
+        for p in (self.path, self.index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(p)
             except FileNotFoundError:
                 pass
+        self.txn_index.forget()
 
     def detach(self) -> list[str]:
         """Close the segment and rename its files to `*.deleted` (cheap: no data is freed),
@@ -323,10 +332,11 @@ class Segment:
         unlink off the event loop. A leftover is removed at the next start."""
         self.close()
         names = []
-        for p in (self.path, self.index.path, self.time_index.path):
+        for p in (self.path, self.index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.rename(p, p + DELETED_SUFFIX)
                 names.append(os.path.basename(p) + DELETED_SUFFIX)
             except FileNotFoundError:
                 pass
+        self.txn_index.forget()
         return names

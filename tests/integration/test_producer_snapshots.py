@@ -137,7 +137,7 @@ def test_kafka_dump_log_reads_kafkalite_snapshots(tmp_path):
                         r"lastSequence: (\d+) lastOffset: (\d+) offsetDelta: (\d+) "
                         r"timestamp: (\d+)", out.stdout)
     ours = [(pid, epoch, (seq - delta) % 2**31, seq, last, delta, ts)
-            for f in files for pid, epoch, seq, last, delta, ts
+            for f in files for pid, epoch, seq, last, delta, ts, *_txn
             in snap.decode(open(f, "rb").read())]
     assert [tuple(int(x) for x in d) for d in dumped] == ours
     assert {o[0] for o in ours} == {21, 22, 23} and len(ours) == 2 * len(files) + 1

@@ -116,7 +116,7 @@ async def test_the_broker_tick_expires_producers_by_the_injected_clock(tmp_path)
 
 def test_snapshot_format_is_kafkas_byte_for_byte():
     entries = snap.decode(KAFKA_SNAPSHOT)
-    assert [(pid, seq, last, delta) for pid, _e, seq, last, delta, _ts in entries] == \
+    assert [(pid, seq, last, delta) for pid, _e, seq, last, delta, _ts, *_txn in entries] == \
         [(4000, 5, 6, 3), (4001, 0, 9, 2), (4002, 0, 2, 0)]
     assert snap.encode(entries) == KAFKA_SNAPSHOT
     assert snap.decode(KAFKA_EMPTY_SNAPSHOT) == [] and snap.encode([]) == KAFKA_EMPTY_SNAPSHOT
@@ -238,7 +238,7 @@ async def test_each_roll_writes_a_snapshot_on_the_snapshot_thread(tmp_path, monk
             assert len(bases) > 3
             assert snap.list_offsets(p.directory) == bases[1:]
             for base in bases[1:]:  # each holds the producer's last batch before the roll
-                [(pid, _e, seq, last, delta, _ts)] = snap.read(p.directory, base)
+                [(pid, _e, seq, last, delta, _ts, _ce, _txn)] = snap.read(p.directory, base)
                 assert (pid, last - delta) == (11 + part, max(o for o in written[part]
                                                               if o < base))
         assert threads and all(t.startswith("producer-snapshots") for t in threads)
@@ -294,7 +294,7 @@ async def test_clean_shutdown_snapshots_at_the_log_end(tmp_path):
     b.close()
     assert snap.list_offsets(str(tmp_path / "data" / "s-0")) == [3]
     assert snap.list_offsets(str(tmp_path / "data" / "idle-0")) == []  # nothing appended
-    [(pid, _e, seq, last, delta, _ts)] = snap.read(str(tmp_path / "data" / "s-0"), 3)
+    [(pid, _e, seq, last, delta, _ts, _ce, _txn)] = snap.read(str(tmp_path / "data" / "s-0"), 3)
     assert (pid, seq, last, delta) == (8, 2, 2, 2)
 
 

@@ -2,8 +2,9 @@
 #
 # Lists the idempotent producers each partition remembers (its producer state: id, epoch,
 # last sequence, and last_timestamp, the max timestamp of the producer's last batch, by which
-# it expires after producer.id.expiration.ms). There are no transactions, so
-# coordinator_epoch and current_txn_start_offset are -1. As Kafka's KafkaApis: an illegal
+# it expires after producer.id.expiration.ms), coordinator_epoch (of its last transaction
+# marker here, -1 before any) and current_txn_start_offset (the first offset of its open
+# transaction in the partition, -1 for none). As Kafka's KafkaApis: an illegal
 # topic name is INVALID_TOPIC_EXCEPTION and an unknown topic or partition
 # UNKNOWN_TOPIC_OR_PARTITION, for each partition asked.
 from __future__ import annotations
@@ -21,8 +22,9 @@ def _producers(mod, broker, p) -> tuple:
     state = broker.producer_state(p)
     return tuple(mod.ProducerState(producer_id=pid, producer_epoch=entry.epoch,
                                    last_sequence=entry.last_seq,
-                                   last_timestamp=entry.timestamp, coordinator_epoch=-1,
-                                   current_txn_start_offset=-1)
+                                   last_timestamp=entry.timestamp,
+                                   coordinator_epoch=entry.coordinator_epoch,
+                                   current_txn_start_offset=state.ongoing.get(pid, -1))
                  for pid, entry in sorted(state.producers.items()))
 
 

@@ -7,9 +7,15 @@
 # one whole batch even if it is larger (KIP-74). Long polls wait for min_bytes or max_wait,
 # woken by appends to the partitions they read. OFFSET_OUT_OF_RANGE carries the high
 # watermark and log start offset. Sessions (KIP-227) are in fetch_sessions.py; v13+
-# addresses topics by id (UNKNOWN_TOPIC_ID for unknown ids). Single broker: the last stable
-# offset equals the high watermark, the preferred read replica is -1, leader epoch is 0.
-# Gaps: no transactions, so isolation_level has no effect and aborted_transactions is null.
+# addresses topics by id (UNKNOWN_TOPIC_ID for unknown ids). Single broker: the preferred
+# read replica is -1, leader epoch is 0.
+# Transactions: every answer carries the partition's last stable offset (LSO: the first
+# offset of its oldest open transaction, else the high watermark). isolation_level=1
+# (read_committed) reads only below the LSO and lists `aborted_transactions`, the aborted
+# transactions overlapping the range returned (from the segments' .txnindex, as Kafka's
+# collectAbortedTransactions: an empty list when none); clients drop their records and the
+# control batches. isolation_level=0 returns everything up to the high watermark, control
+# batches included, with a null list, as Kafka.
 from __future__ import annotations
 
 import asyncio
@@ -28,6 +34,9 @@ _PART = struct.Struct(">ihqq")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _TOP7 = struct.Struct(">ihi")
+_ABORTED = struct.Struct(">qq")
+_PREFIX = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
 _UNKNOWN = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
 
 
@@ -48,13 +57,22 @@ def encode_response(version: int, error: int, session_id: int, topics: list,
     for key, parts in topics:
         cur += key.bytes if version >= 13 else string(key, flex)
         cur += array_len(len(parts), flex)
-        for idx, err, hw, start, data in parts:
-            cur += _PART.pack(idx, err, hw, hw)
+        for idx, err, hw, start, data, *txn in parts:
+            lso, aborted = txn if txn else (hw, None)
+            cur += _PART.pack(idx, err, hw, lso)
             if version >= 5:
                 cur += _I64.pack(start)
             # Kafka sends an empty aborted-transactions array for an unknown partition (its
-            # error response), null otherwise (also with OFFSET_OUT_OF_RANGE).
-            cur += array_len(0, flex) if err in _UNKNOWN else null_array
+            # error response), null otherwise (also with OFFSET_OUT_OF_RANGE), and at
+            # read_committed the (possibly empty) list of aborted transactions.
+            if aborted is not None:
+                cur += array_len(len(aborted), flex)
+                for producer_id, first_offset in aborted:
+                    cur += _ABORTED.pack(producer_id, first_offset)
+                    if flex:
+                        cur += EMPTY_TAGS
+            else:
+                cur += array_len(0, flex) if err in _UNKNOWN else null_array
             if version >= 11:
                 cur += b"\xff\xff\xff\xff"
             cur += bytes_len(len(data), flex)
@@ -72,7 +90,29 @@ def encode_response(version: int, error: int, session_id: int, topics: list,
     return out
 
 
-async def _read_all(broker, use_ids: bool, partitions, max_bytes: int,
+def upper_bound(data, fetch_offset: int) -> int:
+    """The offset after the batches in `data` (the last may be cut short: its whole range
+    counts, as Kafka's fetchUpperBoundOffset takes the next batch's base offset)."""
+    pos, end, n = 0, fetch_offset, len(data)
+    while pos + 12 <= n:
+        base, length = _PREFIX.unpack_from(data, pos)
+        end = base + 1
+        if pos + 27 <= n:
+            end = base + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1
+        pos += 12 + length
+    return end
+
+
+def _committed(p, fetch_offset: int, data) -> tuple:
+    """(LSO, aborted transactions) of a read_committed answer."""
+    lso = p.last_stable_offset
+    if not data or not p.may_have_aborted(fetch_offset):
+        return lso, ()  # no walk of the returned batches when nothing was ever aborted
+    aborted = p.collect_aborted(fetch_offset, upper_bound(data, fetch_offset))
+    return lso, tuple((t.producer_id, t.first_offset) for t in aborted)
+
+
+async def _read_all(broker, use_ids: bool, partitions, max_bytes: int, committed: bool,
                     earlier: dict | None = None, only: set | None = None):
     """Read the partitions; returns ({key: part result}, bytes read, any error). With
     `earlier` and `only` (a long poll woken by appends), only the keys in `only` are read
@@ -101,7 +141,7 @@ async def _read_all(broker, use_ids: bool, partitions, max_bytes: int,
             continue
         try:
             data = await p.read_async(sp.fetch_offset, min(sp.max_bytes, remaining),
-                                      total == 0)
+                                      total == 0, p.last_stable_offset if committed else None)
         except LogError as e:
             # Kafka answers a failed partition with -1 watermarks, OFFSET_OUT_OF_RANGE too.
             out[key] = (idx, log_error_code(e, f"{p.topic}-{idx}"), -1, -1, b"")
@@ -111,7 +151,12 @@ async def _read_all(broker, use_ids: bool, partitions, max_bytes: int,
         hw, start = p.high_watermark, p.log_start_offset
         total += len(data)
         remaining = max(remaining - len(data), 0)
-        out[key] = (idx, ErrorCode.none, hw, start, data)
+        if committed:
+            out[key] = (idx, ErrorCode.none, hw, start, data,
+                                *_committed(p, sp.fetch_offset, data))
+        else:
+            out[key] = (idx, ErrorCode.none, hw, start, data, p.last_stable_offset,
+                                None)
     return out, total, error
 
 
@@ -176,7 +221,8 @@ async def handle(ctx, req):
     max_bytes = min(getattr(req, "max_bytes", 0x7FFFFFFF),
                     broker.quotas.fetch_max_bytes(ctx.client_id))  # client quotas
     names = _topic_names(broker, use_ids, partitions)
-    results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
+    committed = getattr(req, "isolation_level", 0) == 1
+    results, total, error = await _read_all(broker, use_ids, partitions, max_bytes, committed)
     by_name = None
     while True:
         remaining = deadline - loop.time()
@@ -186,10 +232,12 @@ async def handle(ctx, req):
             by_name = {(names[t], idx): (t, idx) for t, idx in partitions if t in names}
         woken = await broker.notifier.wait(by_name, remaining)
         if not woken:  # the wait ran out: a last full read, as Kafka's DelayedFetch expiry
-            results, total, error = await _read_all(broker, use_ids, partitions, max_bytes)
+            results, total, error = await _read_all(broker, use_ids, partitions, max_bytes,
+                                                    committed)
             break
         results, total, error = await _read_all(broker, use_ids, partitions, max_bytes,
-                                                results, {by_name[k] for k in woken})
+                                                committed, results,
+                                                {by_name[k] for k in woken})
     for k, code in fenced.items():
         idx = k[1]
         results[k] = (idx, code, -1, -1, b"")

@@ -1,7 +1,8 @@
 # FindCoordinator (key 10), v0-6.
 #
 # This broker is the coordinator of every group and every transactional id. The offsets
-# topic is created on the first lookup of a group (Kafka does the same, though it answers
+# topic is created on the first lookup of a group, __transaction_state on the first lookup of
+# a transactional id (Kafka does the same, though it answers
 # COORDINATOR_NOT_AVAILABLE until it exists; here it is created synchronously and the answer
 # is immediate). Version notes: v1 adds key_type (0 group, 1 transaction); v4+ batches keys
 # (coordinator_keys) and answers each; v6 knows key type 2 (share groups), which this broker
@@ -22,6 +23,7 @@ def _lookup(ctx, key_type: int) -> tuple[ErrorCode, str | None]:
         ctx.broker.groups.find_coordinator()
         return ErrorCode.none, OK
     if key_type == TRANSACTION:
+        ctx.broker.transactions.log.ensure_topic()
         return ErrorCode.none, OK
     # Kafka gives no reason of its own here: the error's default message.
     return ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE

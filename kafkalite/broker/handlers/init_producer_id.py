@@ -3,26 +3,34 @@
 # Idempotent producers (no transactional id) get a fresh producer id with epoch 0; ids are
 # allocated from a persisted counter so none is reused after a restart (the next block of ids
 # is persisted ahead, off the event loop). A request carrying an existing id/epoch (v3+,
-# KIP-360) also gets a fresh id, which Kafka allows for non-transactional producers. Gap: transactions are not implemented, so a transactional id
-# is answered with INVALID_REQUEST (the client reports it and stops).
+# KIP-360) also gets a fresh id, which Kafka allows for non-transactional producers.
+# A transactional id goes to the transaction coordinator (coordinator/transactions_coordinator.py):
+# a new id, an epoch bump on re-init, KIP-360's bump for a known id/epoch, fencing of an older
+# instance (an open transaction is aborted first: CONCURRENT_TRANSACTIONS, retried by the
+# client), INVALID_TRANSACTION_TIMEOUT beyond transaction.max.timeout.ms.
+# Version notes: before v4, PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH, as Kafka does;
+# a producer id without an epoch (or the reverse) is INVALID_REQUEST, as Kafka checks it.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
-from ..build import ZERO, make
+from ..build import ZERO, make, to_ms
 from ..registry import api
-from ..unsupported import log_refused_feature
 
 
 @api(22, "InitProducerId", (0, 5))
 async def handle(ctx, req):
     cls = response_class(22, ctx.api_version)
-    if req.transactional_id is not None:
-        log_refused_feature("transactions (exactly-once)",
-                            f"InitProducerId with transactional.id {req.transactional_id!r} "
-                            f"from {ctx.client_id or ctx.peer}, answered INVALID_REQUEST")
+    pid, epoch = getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1)
+    if (pid == -1) != (epoch == -1):
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request,
                     producer_id=-1, producer_epoch=-1)
-    pid = await ctx.broker.pids.allocate()
-    return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, producer_id=pid,
-                producer_epoch=0)
+    if req.transactional_id is None:
+        pid = await ctx.broker.pids.allocate()
+        return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, producer_id=pid,
+                    producer_epoch=0)
+    err, pid, epoch = await ctx.broker.transactions.init_producer_id(
+        req.transactional_id, to_ms(req.transaction_timeout), None if pid == -1 else (pid, epoch))
+    if err == ErrorCode.producer_fenced and ctx.api_version < 4:
+        err = ErrorCode.invalid_producer_epoch
+    return make(cls, throttle_time=ZERO, error_code=err, producer_id=pid, producer_epoch=epoch)

@@ -9,6 +9,9 @@
 # Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH. v10 (Kafka
 # 4.0, KIP-1075) adds timeout_ms, the wait for a tiered-storage offset; nothing here waits,
 # so it is read and ignored (Kafka 3.8 serves up to v8).
+# isolation_level=1 (read_committed, v2+): latest is the last stable offset, and an offset
+# found by timestamp (or -3) at or past it is answered as not found, as Kafka's
+# fetchOffsetForTimestamp bounds lookups by the last fetchable offset.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -21,8 +24,15 @@ from ._storage import LogError, log_error_code
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5
 
 
-def lookup(p, timestamp: int) -> tuple[int, int]:
+def lookup(p, timestamp: int, committed: bool = False) -> tuple[int, int]:
     """(timestamp, offset) answer for one partition."""
+    if committed:
+        ts, off = lookup(p, timestamp)
+        lso = p.last_stable_offset
+        if timestamp == LATEST:
+            return -1, lso
+        searched = timestamp >= 0 or timestamp == MAX_TIMESTAMP
+        return (-1, -1) if searched and off >= lso else (ts, off)
     if timestamp == LATEST:
         return -1, p.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
@@ -43,6 +53,7 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(2, v)
     logs = ctx.broker.logs
+    committed = getattr(req, "isolation_level", 0) == 1
 
     def answer(name, rp):
         p = logs.partition(name, rp.partition_index)
@@ -51,7 +62,7 @@ async def handle(ctx, req):
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
             try:
-                ts, off = lookup(p, rp.timestamp)
+                ts, off = lookup(p, rp.timestamp, committed)
             except (ValueError, IndexError) as e:  # a stored batch that does not decode
                 raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
             code, epoch = ErrorCode.none, 0 if off >= 0 else -1  # no offset: no epoch

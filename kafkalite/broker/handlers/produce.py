@@ -16,7 +16,17 @@
 # in a compacted topic (INVALID_RECORD), records out of the timestamp bounds
 # (INVALID_TIMESTAMP). Records are read only on compacted topics, when the batch header's
 # timestamps are out of range, or with kafkalite.produce.validate.records (record_checks.py).
-# Gaps: transactions; topic compression.type other than `producer` is not applied
+# Transactional batches (attributes bit 4) are first verified with the transaction
+# coordinator (KIP-890 part 1, as Kafka 3.8): a partition not in the producer's ongoing
+# transaction is INVALID_TXN_STATE, another epoch INVALID_PRODUCER_EPOCH, a transaction
+# being completed CONCURRENT_TRANSACTIONS; then sequence and epoch are checked as for
+# idempotence, and the batch opens the producer's transaction in the partition (the LSO
+# stops there until its marker). A non-transactional batch from a producer whose
+# transaction is open in the partition is INVALID_TXN_STATE, as Kafka's ProducerAppendInfo.
+# None of this runs for a batch without the transactional bit. A request with transactional
+# batches but no transactional_id is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+# (Kafka's KafkaApis checks that before anything else).
+# Gaps: topic compression.type other than `producer` is not applied
 # (batches are stored as sent); elsewhere timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
@@ -27,7 +37,7 @@ import time
 from ...log.flusher import wait_durable
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
-from ...wire.records import validate_produce_batch
+from ...wire.records import TRANSACTIONAL_BIT, validate_produce_batch
 from ..quotas import PRODUCE
 from ..record_checks import RecordErrors, check_records
 from ..registry import api
@@ -118,20 +128,46 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
                          "zstd-compressed batches need Produce v7 or later")
     check_records(records, h, p.config, now, topic, idx,
                   broker.config["kafkalite.produce.validate.records"])
+    transactional = h.attributes & TRANSACTIONAL_BIT
+    if transactional:
+        _verify(broker, h, topic, idx)
     state = broker.producer_state(p) if h.producer_id >= 0 else None
     if state is not None:
         dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence,
                           h.last_offset_delta)
         if dup is not None:
             return _partition_result(idx, 0, dup, -1, p.log_start_offset)
+        if state.ongoing and not transactional:
+            state.check_not_in_txn(h.producer_id)
     base = p.append(records, h, now)
     if state is not None:
         state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
                      base, now if p.config.log_append_time else h.max_timestamp)
+        if transactional:
+            state.begin(h.producer_id, base)
     broker.notifier.notify(topic, idx)
     broker.stats.produced(topic, len(records), h.records_count)
     return _partition_result(idx, 0, base, now if p.config.log_append_time else -1,
                              p.log_start_offset)
+
+
+def _has_transactional(req) -> bool:
+    """Whether any batch has the transactional bit (one attributes byte per partition)."""
+    return any(len(pd.records or b"") > 22 and pd.records[22] & TRANSACTIONAL_BIT
+               for td in req.topic_data for pd in td.partition_data)
+
+
+def _verify(broker, h, topic: str, idx: int) -> None:
+    """KIP-890 part 1: the partition must be in the producer's ongoing transaction."""
+    if h.producer_id < 0:
+        raise KafkaError(ErrorCode.invalid_record,
+                         "a transactional batch needs a producer id")
+    txns = broker.transactions
+    code = ErrorCode.invalid_txn_state if txns is None else txns.verify_partition(
+        h.producer_id, h.producer_epoch, topic, idx)
+    if code != ErrorCode.none:
+        raise KafkaError(code, f"Transactional batch of producer {h.producer_id} refused "
+                               f"for {topic}-{idx}")
 
 
 @api(0, "Produce", (0, 11), decodable_from=3, legacy=legacy_response)
@@ -143,6 +179,10 @@ async def handle(ctx, req):
     results: list[tuple[str, list[tuple]]] = []
     touched = []
     failed = False
+    if req.transactional_id is None and _has_transactional(req):
+        return [encode_response(ctx.api_version, [(td.name, [_partition_result(
+            pd.index, ErrorCode.transactional_id_authorization_failed)
+            for pd in td.partition_data]) for td in req.topic_data])]
     for td in req.topic_data:
         name = td.name
         topic = logs.get(name)

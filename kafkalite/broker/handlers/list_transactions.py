@@ -1,0 +1,25 @@
+# ListTransactions (key 66), v0-1.
+#
+# Every transactional id the coordinator knows (but Dead ones), filtered as Kafka's: by state
+# names (unknown names are echoed in unknown_state_filters and match nothing), by producer
+# ids, and (v1, KIP-994) by duration: only transactions started more than duration_filter ms
+# ago. COORDINATOR_LOAD_IN_PROGRESS while __transaction_state loads.
+# Gap: v2 (Kafka 4.1's transactional id pattern) is not served.
+from __future__ import annotations
+
+from ...wire.codec import response_class
+from ..build import ZERO, make, response_module
+from ..registry import api
+
+
+@api(66, "ListTransactions", (0, 1))
+async def handle(ctx, req):
+    mod = response_module(66, ctx.api_version)
+    err, found, unknown = ctx.broker.transactions.list(
+        req.producer_id_filters, req.state_filters, getattr(req, "duration_filter", -1))
+    rows = tuple(mod.TransactionState(transactional_id=m.transactional_id,
+                                      producer_id=m.producer_id,
+                                      transaction_state=m.state.kafka_name) for m in found)
+    return make(response_class(66, ctx.api_version), throttle_time=ZERO,
+                error_code=err,
+                unknown_state_filters=tuple(unknown), transaction_states=rows)

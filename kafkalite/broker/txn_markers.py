@@ -1,0 +1,88 @@
+# Transaction markers (txn_spec.md 1): the transaction coordinator ends a transaction by
+# appending one COMMIT or ABORT control batch to each of its partitions, as Kafka's
+# WriteTxnMarkers does on each leader (here a local append: one broker).
+#
+# Each marker goes through the partition's append path (offsets, indexes, roll), ends the
+# producer's ongoing transaction in the producer state (the LSO moves), and for an ABORT that
+# ended a transaction with data here adds the segment's `.txnindex` entry. The markers are
+# then made durable as a Produce with acks=all is (flush.messages, and
+# kafkalite.fsync.before.ack through broker.sync), and only after that are long polls woken
+# and the listeners told (TX-C's pending transactional offsets become visible at a COMMIT):
+# nothing is shown that a crash could take back. A partition that failed is reported, and the
+# coordinator writes its marker again later; a second marker is harmless, as in Kafka (it
+# finds no open transaction and changes nothing but the producer's timestamps).
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterable
+
+from ..log.errors import LogError
+from ..log.flusher import wait_durable
+from ..wire.batch_builder import build_marker
+from ..wire.errors import ErrorCode, KafkaError
+from ..wire.records import parse_header
+from .handlers._storage import log_error_code
+
+log = logging.getLogger("kafkalite.transactions")
+
+
+async def write_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                        commit: bool, partitions: Iterable[tuple[str, int]]
+                        ) -> dict[tuple[str, int], ErrorCode]:
+    """Append the transaction's marker to each partition (see the module comment); returns
+    each partition's error (UNKNOWN_TOPIC_OR_PARTITION for one that is gone)."""
+    now = int(time.time() * 1000)
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    written = []
+    for topic, idx in partitions:
+        p = broker.logs.partition(topic, idx)
+        if p is None:
+            errors[(topic, idx)] = ErrorCode.unknown_topic_or_partition
+            continue
+        try:
+            _append_marker(broker, p, producer_id, producer_epoch, coordinator_epoch, commit,
+                           now)
+        except KafkaError as e:
+            errors[(topic, idx)] = e.code
+            continue
+        except LogError as e:
+            errors[(topic, idx)] = log_error_code(e, f"{topic}-{idx}")
+            continue
+        errors[(topic, idx)] = ErrorCode.none
+        written.append(p)
+    try:
+        for p in written:
+            fut = p.take_ack_flush()
+            if fut is not None:
+                await wait_durable(fut, f"flush of {p.topic}-{p.partition}")
+        if written and broker.config["kafkalite.fsync.before.ack"]:
+            await broker.sync(written)
+    except OSError as e:
+        log.error("Transaction markers not made durable: %s", e)
+        for p in written:
+            errors[(p.topic, p.partition)] = ErrorCode.kafka_storage_error
+        return errors
+    for p in written:
+        broker.notifier.notify(p.topic, p.partition)
+        for listener in list(broker.txn_marker_listeners):
+            try:
+                listener(p.topic, p.partition, producer_id, commit)
+            except Exception:  # one listener's bug must not fail the others or the marker
+                log.exception("Transaction marker listener failed for %s-%d", p.topic,
+                              p.partition)
+    return errors
+
+
+def _append_marker(broker, p, producer_id: int, epoch: int, coordinator_epoch: int,
+                   commit: bool, now: int) -> None:
+    state = broker.producer_state(p)
+    state.check_marker(producer_id, epoch)
+    batch = build_marker(producer_id, epoch, commit, coordinator_epoch, now)
+    h = parse_header(batch)
+    offset = p.append(batch, h, now)
+    done = state.end(producer_id, epoch, coordinator_epoch, offset,
+                     now if p.config.log_append_time else h.max_timestamp)
+    if done is not None and not commit:
+        first, lso = done
+        p.append_aborted(producer_id, first, offset, lso)
