@@ -63,6 +63,7 @@ class Broker:
         self.stats = BrokerStats()
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
+        self.txn_marker_listeners: list = []
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()
@@ -83,6 +84,7 @@ class Broker:
         groups = GroupCoordinator(self.config, self.logs, self.create_topic,
                                   self.notifier.notify, lambda: self.closing, clock=self.clock)
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
+        self.txn_marker_listeners.append(groups.on_txn_marker)
         self.groups = groups
         groups.open()
 

@@ -10,7 +10,7 @@ log = logging.getLogger("kafkalite.broker")
 _FEATURES = {
     "transactions (exactly-once)": {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn",
                                     26: "EndTxn", 27: "WriteTxnMarkers",
-                                    28: "TxnOffsetCommit", 65: "DescribeTransactions",
+                                    65: "DescribeTransactions",
                                     66: "ListTransactions"},
     "SASL authentication": {17: "SaslHandshake", 36: "SaslAuthenticate"},
     "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
