@@ -273,11 +273,22 @@ def test_txn_offset_commit_is_pending_until_end_txn_over_the_wire(broker):
     topic = new_topic(broker)
     txn, group = f"raw-{topic}", f"g-{topic}"
     raw = RawClient(broker)
-    init = raw.call(22, 3, transactional_id=txn, transaction_timeout=_ms(60000),
-                    producer_id=-1, producer_epoch=-1)
+    # FindCoordinator creates __transaction_state on a fresh Kafka, which answers
+    # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until it is loaded: retry as clients do
+    def init_producer_id():
+        raw.call(10, 3, key=txn, key_type=1)
+        return raw.call(22, 3, transactional_id=txn, transaction_timeout=_ms(60000),
+                        producer_id=-1, producer_epoch=-1)
+    init = eventually(init_producer_id, lambda r: r.error_code == E.none, timeout=30,
+                      interval=0.5)
     assert init.error_code == E.none
     pid, epoch = init.producer_id, init.producer_epoch
-    early = _txn_offset_commit(raw, txn, group, pid, epoch, topic, 4)
+    # FindCoordinator for the group creates __consumer_offsets (NOT_COORDINATOR before)
+    loading = {E.not_coordinator, E.coordinator_load_in_progress, E.coordinator_not_available}
+    early = eventually(lambda: (raw.call(10, 3, key=group, key_type=0),
+                                _txn_offset_commit(raw, txn, group, pid, epoch, topic, 4))[1],
+                       lambda r: r.topics[0].partitions[0].error_code not in loading,
+                       timeout=30, interval=0.5)
     assert early.topics[0].partitions[0].error_code == E.invalid_txn_state
     added = raw.call(25, 3, transactional_id=txn, producer_id=pid, producer_epoch=epoch,
                      group_id=group)

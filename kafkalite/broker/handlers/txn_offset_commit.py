@@ -17,12 +17,10 @@
 # partitions added implicitly) is not served, as Kafka 3.8 does not.
 from __future__ import annotations
 
-from ...coordinator.groups import CommittedOffset
 from ...coordinator.offsets_log import TOPIC
-from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
-from ..build import ZERO, make, response_module
 from ..registry import api
+from .offset_commit import requested, respond, sync_offsets
 
 
 def _verify(b, coord, req) -> ErrorCode:
@@ -39,23 +37,9 @@ def _verify(b, coord, req) -> ErrorCode:
 
 @api(28, "TxnOffsetCommit", (0, 4))
 async def handle(ctx, req):
-    v = ctx.api_version
     b = ctx.broker
     coord = b.groups
-    now = coord.wall_ms()
-    answers: dict[tuple[str, int], ErrorCode] = {}
-    wanted: dict[tuple[str, int], CommittedOffset] = {}
-    order: list[tuple[str, int]] = []
-    for t in req.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            order.append(tp)
-            if b.logs.partition(*tp) is None:
-                answers[tp] = ErrorCode.unknown_topic_or_partition
-            else:
-                wanted[tp] = CommittedOffset(p.committed_offset,
-                                             getattr(p, "committed_leader_epoch", -1),
-                                             p.committed_metadata or "", now)
+    order, answers, wanted = requested(b, req, coord.wall_ms())
     if wanted:
         err = _verify(b, coord, req)
         if err != ErrorCode.none:
@@ -65,18 +49,5 @@ async def handle(ctx, req):
                 req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
                 getattr(req, "member_id", ""), getattr(req, "generation_id", -1),
                 getattr(req, "group_instance_id", None), wanted))
-    written = [tp for tp in wanted if answers.get(tp) == ErrorCode.none]
-    if written and b.config["kafkalite.fsync.before.ack"]:
-        store = coord.store
-        try:
-            await b.sync([store.ensure_topic().partitions[store.partition_for(req.group_id)]])
-        except OSError:
-            answers.update(dict.fromkeys(written, ErrorCode.kafka_storage_error))
-    mod = response_module(28, v)
-    topics: dict[str, list] = {}
-    for name, idx in order:
-        topics.setdefault(name, []).append(mod.TxnOffsetCommitResponsePartition(
-            partition_index=idx, error_code=answers[(name, idx)]))
-    return make(response_class(28, v), throttle_time=ZERO,
-                topics=tuple(mod.TxnOffsetCommitResponseTopic(name=n, partitions=tuple(ps))
-                             for n, ps in topics.items()))
+    await sync_offsets(b, req.group_id, answers)
+    return respond(28, ctx.api_version, "TxnOffsetCommit", order, answers)
