@@ -66,8 +66,7 @@ def _(s: Side, v: int) -> Any:
     return s.call(10, v, {"key": GROUP, "key_type": 0, "coordinator_keys": [GROUP]})
 
 
-@case("find-coordinator-transaction", 10, versions=lambda v: v >= 1,
-      deliberate="kafkalite has no transactions: a transaction coordinator key is refused")
+@case("find-coordinator-transaction", 10, versions=lambda v: v >= 1)
 def _(s: Side, v: int) -> Any:
     return s.call(10, v, {"key": "diff-txn", "key_type": 1, "coordinator_keys": ["diff-txn"]})
 

@@ -98,6 +98,7 @@ class Broker:
         groups = GroupCoordinator(self.config, self.logs, self.create_topic,
                                   self.notifier.notify, lambda: self.closing, clock=self.clock)
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
+        self.txn_marker_listeners.append(groups.on_txn_marker)
         self.groups = groups
         groups.open()
         self.transactions = TransactionCoordinator(

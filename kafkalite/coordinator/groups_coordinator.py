@@ -15,6 +15,10 @@
 # (each at its own deadline), so a step of the wall clock expires nobody. tick() only runs
 # what Kafka runs periodically: the offsets expiry check, every
 # offsets.retention.check.interval.ms of monotonic time, and compaction.
+#
+# Transactional offsets (offsets_txn.py) settle when the broker's marker writer calls
+# on_txn_marker for a partition of __consumer_offsets; markers met while loading are applied
+# once the load is done (a marker already replayed finds nothing left to settle).
 from __future__ import annotations
 
 import asyncio
@@ -27,9 +31,10 @@ from .groups import CommittedOffset, Group, GroupState
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
 from .offsets import TP, OffsetManager
-from .offsets_log import OffsetsLog, Record
+from .offsets_log import TOPIC, OffsetsLog, Record, Replayed
 from .offsets_records import (GroupValue, group_key, group_value, offset_key, offset_value,
                               parse_group_value, parse_key, parse_offset_value)
+from .offsets_txn import TxnOffsets, merge_committed
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -48,6 +53,8 @@ class GroupCoordinator(GroupRegistry):
         self.is_closing = is_closing
         self.membership = Membership(self)
         self.offsets = OffsetManager(self, self.membership.schedule_heartbeat)
+        self.txn = TxnOffsets(self)
+        self._markers_while_loading: list[tuple[int, int, bool]] = []
         self._load_task: asyncio.Task | None = None
         self._deleted_while_loading: list[str] = []
         self._next_expiry_check: int | None = None  # monotonic ms
@@ -119,6 +126,28 @@ class GroupCoordinator(GroupRegistry):
                       ) -> tuple[ErrorCode, list[tuple[TP, CommittedOffset | None]]]:
         return self.offsets.fetch(group_id, partitions)
 
+    def unstable_offsets(self, group_id: str, partitions: list[TP]) -> set[TP]:
+        """Which of `partitions` have offsets pending in an open transaction (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        return self.txn.unstable(self.groups.get(group_id), partitions)
+
+    def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int,
+                          producer_epoch: int, member_id: str, generation: int,
+                          group_instance_id: str | None, offsets: dict[TP, CommittedOffset]
+                          ) -> dict[TP, ErrorCode]:
+        return self.txn.commit(transactional_id, group_id, producer_id, producer_epoch,
+                               member_id, generation, group_instance_id, offsets)
+
+    def on_txn_marker(self, topic: str, partition: int, producer_id: int,
+                      commit: bool) -> None:
+        """A listener of broker.txn_marker_listeners: a COMMIT/ABORT marker was written."""
+        if topic != TOPIC:
+            return
+        if self.loading:
+            self._markers_while_loading.append((partition, producer_id, commit))
+        else:
+            self.txn.complete(partition, producer_id, commit)
+
     def delete_offsets(self, group_id: str, partitions: list[TP]
                        ) -> tuple[ErrorCode, dict[TP, ErrorCode]]:
         return self.offsets.delete(group_id, partitions)
@@ -178,6 +207,8 @@ class GroupCoordinator(GroupRegistry):
             if p in by_partition:
                 by_partition[p].append(g)
         for p, groups in by_partition.items():
+            if any(g.pending_txn for g in groups):
+                continue  # the snapshot would drop the open transaction's records
             live = sum(len(g.offsets) + 1 for g in groups)
             if not self.store.needs_compaction(p, live):
                 continue
@@ -197,29 +228,56 @@ class GroupCoordinator(GroupRegistry):
 
 
 class _Loader:
-    """Replays __consumer_offsets into groups (latest record per key wins)."""
+    """Replays __consumer_offsets into groups (latest record per key wins). Records of a
+    transactional batch stay pending, per producer, until that producer's next marker in the
+    same partition: COMMIT merges them as the live coordinator does, ABORT drops them; those
+    without a marker yet are restored as pending."""
 
     def __init__(self, coord: GroupCoordinator):
         self.coord = coord
         self.offsets: dict[str, dict[TP, CommittedOffset]] = {}
         self.values: dict[str, GroupValue] = {}
+        # producer id -> group -> pending offsets, for the partition being replayed
+        self.pending: dict[int, dict[str, dict[TP, CommittedOffset]]] = {}
+        self.open: dict[str, dict[int, dict[TP, CommittedOffset]]] = {}  # after replay
         self.started = coord.clock.monotonic_ms()
 
-    def apply(self, key: bytes, value: bytes | None) -> None:
+    def apply(self, rec: Replayed) -> None:
+        if rec.marker is not None:
+            self.settle(rec.producer_id, rec.marker)
+            return
         try:
-            kind, group_id, topic, partition = parse_key(key)
+            kind, group_id, topic, partition = parse_key(rec.key)  # type: ignore[arg-type]
             if kind == "offset":
-                offsets = self.offsets.setdefault(group_id, {})
-                if value is None:
-                    offsets.pop((topic, partition), None)  # type: ignore[arg-type]
+                tp = (topic, partition)
+                if rec.producer_id >= 0:
+                    offsets = self.pending.setdefault(rec.producer_id, {}) \
+                        .setdefault(group_id, {})
                 else:
-                    offsets[(topic, partition)] = parse_offset_value(value)  # type: ignore[index]
-            elif value is None:
+                    offsets = self.offsets.setdefault(group_id, {})
+                if rec.value is None:
+                    offsets.pop(tp, None)  # type: ignore[arg-type]
+                else:
+                    o = parse_offset_value(rec.value)
+                    o.log_offset = rec.offset
+                    offsets[tp] = o  # type: ignore[index]
+            elif rec.value is None:
                 self.values.pop(group_id, None)
             else:
-                self.values[group_id] = parse_group_value(value)
+                self.values[group_id] = parse_group_value(rec.value)
         except (ValueError, UnicodeDecodeError, IndexError) as e:
             log.warning("Skipping an unreadable record in the offsets topic: %s", e)
+
+    def settle(self, producer_id: int, commit: bool) -> None:
+        for gid, pending in self.pending.pop(producer_id, {}).items():
+            if commit:
+                merge_committed(self.offsets.setdefault(gid, {}), pending)
+
+    def end_partition(self) -> None:
+        for pid, groups in self.pending.items():
+            for gid, pending in groups.items():
+                self.open.setdefault(gid, {})[pid] = pending
+        self.pending = {}
 
     async def run(self) -> None:
         try:
@@ -228,7 +286,8 @@ class _Loader:
                     if rec is None:
                         await asyncio.sleep(0)
                     else:
-                        self.apply(*rec)
+                        self.apply(rec)
+                self.end_partition()
                 await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
@@ -240,14 +299,17 @@ class _Loader:
         for p in range(self.coord.store.num_partitions):
             for rec in self.coord.store.replay(p):
                 if rec is not None:
-                    self.apply(*rec)
+                    self.apply(rec)
+            self.end_partition()
         self.finish()
 
     def finish(self) -> None:
         c = self.coord
         now = c.wall_ms()
         n_offsets = 0
-        for gid in set(self.values) | {g for g, o in self.offsets.items() if o}:
+        gids = set(self.values) | {g for g, o in self.offsets.items() if o} \
+            | {g for g, o in self.open.items() if any(o.values())}
+        for gid in gids:
             group = c.add_group(gid)
             v = self.values.get(gid)
             if v is not None:
@@ -256,11 +318,15 @@ class _Loader:
                 # Former members are gone: the group became Empty now, unless it already was.
                 group.state_ms = v.state_ms if not v.members and v.state_ms >= 0 else now
             group.offsets = self.offsets.get(gid, {})
+            c.txn.restore(group, self.open.get(gid, {}))
             n_offsets += len(group.offsets)
         c.loading = False
         for topic in c._deleted_while_loading:
             c.offsets.remove_topic(topic)
         c._deleted_while_loading.clear()
+        for partition, pid, commit in c._markers_while_loading:
+            c.txn.complete(partition, pid, commit)
+        c._markers_while_loading.clear()
         log.info("Loaded %d groups and %d committed offsets from the offsets topic in %.3fs",
                  len(c.groups), n_offsets, (c.clock.monotonic_ms() - self.started) / 1000)
 

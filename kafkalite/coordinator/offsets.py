@@ -91,12 +91,14 @@ class OffsetManager:
         records = [(offset_key(group.group_id, t, p), offset_value(o))
                    for (t, p), o in valid.items()]
         try:
-            self.coord.store.append(group.group_id, records, self.coord.wall_ms())
+            base = self.coord.store.append(group.group_id, records, self.coord.wall_ms())
         except (OSError, ValueError) as e:
             se = store_error(e)
             log.warning("Offset commit of group %s failed: %s", group.group_id, e)
             result.update(dict.fromkeys(valid, se.code))
             return result
+        for o in valid.values():
+            o.log_offset = base  # a transaction committing later compares with it
         group.offsets.update(valid)
         result.update(dict.fromkeys(valid, E.none))
         return result
@@ -190,14 +192,18 @@ class OffsetManager:
             removed = {tp: o for tp, o in group.offsets.items() if tp[0] == topic}
             for tp in removed:
                 del group.offsets[tp]
+            for pending in group.pending_txn.values():  # as Kafka's removeOffsets
+                for tp in [tp for tp in pending if tp[0] == topic]:
+                    del pending[tp]
             self.cleanup(group, removed)
 
     def cleanup(self, group: Group, removed: dict[TP, CommittedOffset]) -> None:
-        """Tombstone removed offsets; an Empty group left without offsets dies."""
+        """Tombstone removed offsets; an Empty group left without offsets (committed or
+        pending in a transaction) dies."""
         c = self.coord
         records: list[tuple[bytes, bytes | None]] = [
             (offset_key(group.group_id, t, p), None) for t, p in removed]
-        if group.is_(S.EMPTY) and not group.offsets:
+        if group.is_(S.EMPTY) and not group.offsets and not group.pending_txn:
             log.info("Group %s transitioned to Dead in generation %d", group.group_id,
                      group.generation)
             group.transition(S.DEAD, c.wall_ms())

@@ -14,10 +14,19 @@
 # the snapshot (DeleteRecords semantics): replay then starts there, superseded records and
 # tombstones are no longer read, and whole segments below it are deleted from disk as the
 # log rolls. So both replay time and disk use stay proportional to the live state.
+#
+# Transactional offsets (TxnOffsetCommit) are written as a transactional batch (attributes
+# bit 4, the producer's id and epoch, base sequence 0, as Kafka's GroupMetadataManager
+# writes them); the COMMIT/ABORT control batch that ends the transaction is written by the
+# marker writer. Replay hands both to the loader, which keeps a transaction's records pending
+# until its marker.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+import struct
+from typing import Any, Callable, Iterator, NamedTuple
+
+import crc32c
 
 from ..wire.batch_builder import build_batch
 from ..wire.record_iter import iter_records
@@ -30,6 +39,32 @@ SEGMENT_BYTES = 104857600  # Kafka's offsets.topic.segment.bytes default
 READ_CHUNK = 1 << 20
 MIN_RECORDS_BEFORE_COMPACTION = 1000
 Record = tuple[bytes, bytes | None]
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+_TXN_FIELDS = struct.Struct(">h")  # attributes, at byte 21 of a v2 batch
+_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, base sequence, at byte 43
+_CONTROL_KEY = struct.Struct(">hh")  # EndTransactionMarker key: version, type (1: COMMIT)
+
+
+class Replayed(NamedTuple):
+    """One record read back: `producer_id` is -1 outside transactions; a transaction
+    marker has `marker` True (COMMIT) or False (ABORT) and no key."""
+    key: bytes | None
+    value: bytes | None
+    offset: int  # base offset of its batch
+    producer_id: int = -1
+    marker: bool | None = None
+
+
+def transactional_batch(records: list[Record], now_ms: int, producer_id: int,
+                        producer_epoch: int) -> bytes:
+    """build_batch's batch with the transactional bit and the producer's id and epoch (the
+    CRC covers attributes onwards, so it is computed again)."""
+    batch = bytearray(build_batch(records, now_ms))
+    _TXN_FIELDS.pack_into(batch, 21, TRANSACTIONAL)
+    _PRODUCER.pack_into(batch, 43, producer_id, producer_epoch, 0)
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return bytes(batch)
 
 
 def java_string_hash(s: str) -> int:
@@ -78,29 +113,40 @@ class OffsetsLog:
 
     # --- writes ---------------------------------------------------------------------------
 
-    def append(self, group_id: str, records: list[Record], now_ms: int) -> None:
-        """Append `records` as one batch to the group's partition. Raises StorageError, or
-        ValueError when the batch exceeds the topic's max.message.bytes."""
+    def append(self, group_id: str, records: list[Record], now_ms: int) -> int:
+        """Append `records` as one batch to the group's partition; returns its base offset
+        (-1 when there is nothing to write). Raises StorageError, or ValueError when the
+        batch exceeds the topic's max.message.bytes."""
         if not records:
-            return
-        self.append_to(self.partition_for(group_id), records, now_ms)
+            return -1
+        return self.append_to(self.partition_for(group_id), records, now_ms)
 
-    def append_to(self, partition: int, records: list[Record], now_ms: int) -> None:
+    def append_to(self, partition: int, records: list[Record], now_ms: int) -> int:
+        return self._append(partition, build_batch(records, now_ms), len(records), now_ms)
+
+    def append_txn(self, group_id: str, records: list[Record], now_ms: int, producer_id: int,
+                   producer_epoch: int) -> int:
+        """Append `records` as one transactional batch of the producer; its base offset."""
+        batch = transactional_batch(records, now_ms, producer_id, producer_epoch)
+        return self._append(self.partition_for(group_id), batch, len(records), now_ms)
+
+    def _append(self, partition: int, batch: bytes, count: int, now_ms: int) -> int:
         p = self.ensure_topic().partitions[partition]
-        batch = build_batch(records, now_ms)
         if len(batch) > p.config.max_message_bytes:
             raise ValueError(f"{len(batch)} bytes exceed max.message.bytes "
                              f"{p.config.max_message_bytes} of {TOPIC}")
-        p.append(batch, parse_header(batch), now_ms)
-        self.appended[partition] = self.appended.get(partition, 0) + len(records)
+        base = p.append(batch, parse_header(batch), now_ms)
+        self.appended[partition] = self.appended.get(partition, 0) + count
         if self.on_append is not None:
             self.on_append(TOPIC, partition)
+        return base
 
     # --- replay ---------------------------------------------------------------------------
 
-    def replay(self, partition: int) -> Iterator[Record | None]:
-        """Every record of a partition from its log start offset, in order. Yields None
-        between chunks so that a caller can give other work a turn."""
+    def replay(self, partition: int) -> Iterator[Replayed | None]:
+        """Every record of a partition from its log start offset, in order, and every
+        transaction marker. Yields None between chunks so that a caller can give other work
+        a turn."""
         t = self.topic()
         if t is None:
             return
@@ -120,18 +166,23 @@ class OffsetsLog:
                 pos += size
                 offset = h.last_offset + 1
                 advanced = True
-                if h.attributes & 0x20:
-                    continue  # control batches (transaction markers) carry no group state
                 try:
                     records = list(iter_records(batch))
                 except (ValueError, IndexError) as e:
                     log.warning("Skipping an undecodable batch at offset %d of %s-%d: %s",
                                 h.base_offset, TOPIC, partition, e)
                     continue
+                pid = h.producer_id if h.attributes & TRANSACTIONAL else -1
+                if h.attributes & CONTROL:
+                    # A transaction marker: it carries no group state, it ends a transaction.
+                    marker = _marker(records[0].key if records else None)
+                    if marker is not None and pid >= 0:
+                        yield Replayed(None, None, h.base_offset, pid, marker)
+                    continue
                 for r in records:
                     if r.offset >= p.log_start_offset and r.key is not None:
                         count += 1
-                        yield r.key, r.value
+                        yield Replayed(r.key, r.value, h.base_offset, pid)
             if not advanced:
                 log.error("%s-%d: no whole batch at offset %d; stopping its replay",
                           TOPIC, partition, offset)
@@ -163,3 +214,11 @@ class OffsetsLog:
         self.appended[partition] = len(live)
         log.info("Compacted %s-%d: log now starts at %d with %d live records", TOPIC,
                  partition, start, len(live))
+
+
+def _marker(key: bytes | None) -> bool | None:
+    """True for a COMMIT marker, False for ABORT, None for what is neither."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        return None
+    _, kind = _CONTROL_KEY.unpack_from(key)
+    return {0: False, 1: True}.get(kind)

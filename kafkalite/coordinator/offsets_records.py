@@ -28,6 +28,10 @@ class OffsetValue:
     metadata: str
     commit_ms: int
     expire_ms: int = -1  # -1: the group's retention applies
+    # Base offset of the batch that wrote it (not stored in the record): when a transaction
+    # commits, its offset replaces the committed one only if written later, as Kafka's
+    # CommitRecordMetadataAndOffset.olderThan decides.
+    log_offset: int = field(default=-1, compare=False)
 
 
 @dataclass(slots=True)

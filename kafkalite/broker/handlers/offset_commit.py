@@ -17,17 +17,17 @@ from ..build import ZERO, make, response_module, to_ms
 from ..registry import api
 
 
-@api(8, "OffsetCommit", (2, 9))
-async def handle(ctx, req):
-    v = ctx.api_version
-    b = ctx.broker
-    coord = b.groups
-    now = coord.wall_ms()
-    retention = to_ms(req.retention_time) if hasattr(req, "retention_time") else -1
-    expire = now + retention if retention >= 0 else -1
-    answers: dict[tuple[str, int], ErrorCode] = {}
-    wanted: dict[tuple[str, int], CommittedOffset] = {}
-    order: list[tuple[str, int]] = []
+TP = tuple[str, int]
+
+
+def requested(b, req, now: int, expire: int = -1
+              ) -> tuple[list[TP], dict[TP, ErrorCode], dict[TP, CommittedOffset]]:
+    """The partitions in request order, the answers already known (topics that do not
+    exist: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis), and the offsets to commit.
+    Shared with TxnOffsetCommit, whose partitions have the same fields."""
+    answers: dict[TP, ErrorCode] = {}
+    wanted: dict[TP, CommittedOffset] = {}
+    order: list[TP] = []
     for t in req.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
@@ -38,24 +38,47 @@ async def handle(ctx, req):
                 wanted[tp] = CommittedOffset(p.committed_offset,
                                              getattr(p, "committed_leader_epoch", -1),
                                              p.committed_metadata or "", now, expire)
+    return order, answers, wanted
+
+
+async def sync_offsets(b, group_id: str, answers: dict[TP, ErrorCode]) -> None:
+    """Committed offsets are acknowledged data too: with fsync-before-ack, sync the group's
+    partition before answering (KAFKA_STORAGE_ERROR for what was written if that fails)."""
+    written = [tp for tp, e in answers.items() if e == ErrorCode.none]
+    if not written or not b.config["kafkalite.fsync.before.ack"]:
+        return
+    store = b.groups.store
+    try:
+        await b.sync([store.ensure_topic().partitions[store.partition_for(group_id)]])
+    except OSError:
+        answers.update(dict.fromkeys(written, ErrorCode.kafka_storage_error))
+
+
+def respond(api_key: int, v: int, prefix: str, order: list[TP],
+            answers: dict[TP, ErrorCode]):
+    """The response: per topic, per partition, its error, in request order."""
+    mod = response_module(api_key, v)
+    part_cls = getattr(mod, f"{prefix}ResponsePartition")
+    topic_cls = getattr(mod, f"{prefix}ResponseTopic")
+    topics: dict[str, list] = {}
+    for name, idx in order:
+        topics.setdefault(name, []).append(part_cls(partition_index=idx,
+                                                    error_code=answers[(name, idx)]))
+    return make(response_class(api_key, v), throttle_time=ZERO,
+                topics=tuple(topic_cls(name=n, partitions=tuple(ps))
+                             for n, ps in topics.items()))
+
+
+@api(8, "OffsetCommit", (2, 9))
+async def handle(ctx, req):
+    b = ctx.broker
+    coord = b.groups
+    now = coord.wall_ms()
+    retention = to_ms(req.retention_time) if hasattr(req, "retention_time") else -1
+    order, answers, wanted = requested(b, req, now, now + retention if retention >= 0 else -1)
     if wanted:
         answers.update(coord.commit_offsets(
             req.group_id, req.member_id, getattr(req, "group_instance_id", None),
             req.generation_id_or_member_epoch, wanted))
-    if wanted and b.config["kafkalite.fsync.before.ack"]:
-        # Committed offsets are acknowledged data too: sync them before answering.
-        store = coord.store
-        try:
-            await b.sync([store.ensure_topic().partitions[store.partition_for(req.group_id)]])
-        except OSError:
-            for tp in wanted:
-                if answers.get(tp) == ErrorCode.none:
-                    answers[tp] = ErrorCode.kafka_storage_error
-    mod = response_module(8, v)
-    topics: dict[str, list] = {}
-    for name, idx in order:
-        topics.setdefault(name, []).append(mod.OffsetCommitResponsePartition(
-            partition_index=idx, error_code=answers[(name, idx)]))
-    return make(response_class(8, v), throttle_time=ZERO,
-                topics=tuple(mod.OffsetCommitResponseTopic(name=n, partitions=tuple(ps))
-                             for n, ps in topics.items()))
+    await sync_offsets(b, req.group_id, answers)
+    return respond(8, ctx.api_version, "OffsetCommit", order, answers)

@@ -6,7 +6,9 @@
 # Metadata comes back byte for byte as committed. Version notes: v1 has no top-level error,
 # so a group-level error (e.g. COORDINATOR_LOAD_IN_PROGRESS) is put on every partition; v2+
 # answer it at the top (v8+: per group); v5+ add the committed leader epoch; v7+ carry
-# require_stable, which never waits here: without transactions no commit is ever pending;
+# require_stable: a partition with offsets pending in an open transaction (TxnOffsetCommit)
+# then answers UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka (the client retries; without
+# require_stable the last committed offset is returned);
 # v8+ fetch several groups per request; v9's member id/epoch (new consumer protocol) are
 # ignored for classic groups.
 from __future__ import annotations
@@ -23,15 +25,29 @@ def _wanted(topics) -> list[tuple[str, int]] | None:
     return [(t.name, i) for t in topics for i in t.partition_indexes]
 
 
+def _stable(coord, req, group_id: str, entries):
+    """`entries` with the offsets pending in a transaction marked unstable (require_stable)."""
+    if not getattr(req, "require_stable", False) or not entries:
+        return entries
+    unstable = coord.unstable_offsets(group_id, [tp for tp, _ in entries])
+    return [(tp, _UNSTABLE if tp in unstable else o) for tp, o in entries]
+
+
+_UNSTABLE = object()
+
+
 def _topics(mod, topic_cls: str, part_cls: str, entries, error: ErrorCode | None = None):
     by_topic: dict[str, list] = {}
     for (name, idx), o in entries:
+        err = error if error is not None else ErrorCode.none
+        if o is _UNSTABLE:
+            o, err = None, ErrorCode.unstable_offset_commit
         by_topic.setdefault(name, []).append(make(
             getattr(mod, part_cls), partition_index=idx,
             committed_offset=o.offset if o else -1,
             committed_leader_epoch=o.leader_epoch if o else -1,
             metadata=o.metadata if o else "",
-            error_code=error if error is not None else ErrorCode.none))
+            error_code=err))
     return tuple(getattr(mod, topic_cls)(name=n, partitions=tuple(ps))
                  for n, ps in by_topic.items())
 
@@ -46,6 +62,7 @@ async def handle(ctx, req):
         groups = []
         for g in req.groups:
             err, entries = coord.fetch_offsets(g.group_id, _wanted(g.topics))
+            entries = _stable(coord, req, g.group_id, entries)
             groups.append(mod.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=err,
                 topics=_topics(mod, "OffsetFetchResponseTopics", "OffsetFetchResponsePartitions",
@@ -53,6 +70,7 @@ async def handle(ctx, req):
         return make(cls, throttle_time=ZERO, groups=tuple(groups))
     wanted = _wanted(req.topics)
     err, entries = coord.fetch_offsets(req.group_id, wanted)
+    entries = _stable(coord, req, req.group_id, entries)
     if err != ErrorCode.none and v < 2:
         topics = _topics(mod, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition",
                          [(tp, None) for tp in wanted or ()], err)

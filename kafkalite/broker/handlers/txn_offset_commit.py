@@ -1,0 +1,53 @@
+# TxnOffsetCommit (key 28), v0-4.
+#
+# Commits a consumer group's offsets inside the producer's transaction (coordinator/
+# offsets_txn.py): they are written to the group's __consumer_offsets partition as a
+# transactional batch and stay pending, invisible to OffsetFetch, until EndTxn's marker on
+# that partition commits or aborts them. The order of checks is Kafka's: the group id
+# (empty: INVALID_GROUP_ID) and the coordinator's state (COORDINATOR_LOAD_IN_PROGRESS while
+# loading), then KIP-890 verification that AddOffsetsToTxn put the group's partition into the
+# producer's ongoing transaction (INVALID_TXN_STATE when not, INVALID_PRODUCER_EPOCH /
+# PRODUCER_FENCED for an older epoch, answered by the transaction coordinator), then the
+# member/generation check (v3+: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID;
+# none when no member is named). Partitions of topics that do not exist answer
+# UNKNOWN_TOPIC_OR_PARTITION; metadata longer than offset.metadata.max.bytes
+# OFFSET_METADATA_TOO_LARGE. Version notes: v0-2 carry no member, generation or instance id;
+# v2+ the committed leader epoch; v3 is the first flexible version; v4 (KIP-890) only lets the
+# client read TRANSACTION_ABORTABLE. Gap: v5 (Kafka 4.0's transaction protocol v2, with
+# partitions added implicitly) is not served, as Kafka 3.8 does not.
+from __future__ import annotations
+
+from ...coordinator.offsets_log import TOPIC
+from ...wire.errors import ErrorCode
+from ..registry import api
+from .offset_commit import requested, respond, sync_offsets
+
+
+def _verify(b, coord, req) -> ErrorCode:
+    """The transaction coordinator's answer for the group's offsets partition."""
+    err = coord.check_status(req.group_id, allow_empty_id=False)
+    if err is not None:
+        return err
+    transactions = getattr(b, "transactions", None)
+    if transactions is None:
+        return ErrorCode.none
+    return transactions.verify_partition(req.producer_id, req.producer_epoch, TOPIC,
+                                         coord.store.partition_for(req.group_id))
+
+
+@api(28, "TxnOffsetCommit", (0, 4))
+async def handle(ctx, req):
+    b = ctx.broker
+    coord = b.groups
+    order, answers, wanted = requested(b, req, coord.wall_ms())
+    if wanted:
+        err = _verify(b, coord, req)
+        if err != ErrorCode.none:
+            answers.update(dict.fromkeys(wanted, err))
+        else:
+            answers.update(coord.txn_offset_commit(
+                req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
+                getattr(req, "member_id", ""), getattr(req, "generation_id", -1),
+                getattr(req, "group_instance_id", None), wanted))
+    await sync_offsets(b, req.group_id, answers)
+    return respond(28, ctx.api_version, "TxnOffsetCommit", order, answers)
