@@ -6,8 +6,6 @@
 # transaction left open past its timeout is aborted by the broker and read_committed moves
 # past it; send_offsets_to_transaction makes a group's offsets visible at commit only, and
 # OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT while they are pending.
-# kafkalite's parametrisation is xfail until the transaction coordinator (TX-A) and the log
-# side (TX-B) land; the integrator removes the mark.
 from __future__ import annotations
 
 import asyncio
@@ -26,13 +24,12 @@ from tests.helpers.real_kafka import anchor_dir, create_topic, eventually
 
 from .test_groups_helpers import RawClient
 
-PENDING = pytest.mark.xfail(strict=False, reason="transactions land with TX-A/TX-B")
 COMMITTED = ["a0", "a1", "a2", "c0", "c1", "c2"]
 EVERYTHING = ["a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1", "c2"]
 END = 12  # 9 records and 3 markers
 
 
-@pytest.fixture(params=[pytest.param("kafkalite", marks=PENDING), "kafka"])
+@pytest.fixture(params=["kafkalite", "kafka"])
 def broker(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue("kafka_broker" if request.param == "kafkalite"
                                    else "real_kafka")
