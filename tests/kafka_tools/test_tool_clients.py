@@ -64,7 +64,8 @@ def run_clients(bootstrap: str) -> dict:
                                "--topic", VERIFY_TOPIC, "--group-id", "tools-verify-group",
                                "--max-messages", str(RECORDS), "--reset-policy", "earliest"))
     cperf = run_tool("kafka-consumer-perf-test.sh", "--bootstrap-server", bootstrap, "--topic",
-                     VERIFY_TOPIC, "--messages", str(RECORDS), "--timeout", "30000").splitlines()
+                     VERIFY_TOPIC, "--messages", str(RECORDS), "--timeout", "30000",
+                     "--group", "tools-perf-group").splitlines()
     header = next(i for i, line in enumerate(cperf) if line.startswith("start.time"))
     perf = dict(zip([h.strip() for h in cperf[header].split(",")],
                     [x.strip() for x in cperf[header + 1].split(",")]))
