@@ -24,6 +24,11 @@ NORMALISED: dict[str, str] = {
     "member_id": "generated `<client id>-<uuid>` per join",
     "leader": "JoinGroup: the leader's generated member id",
     "session_id": "Fetch: random incremental fetch session id",
+    "log_dir": "DescribeLogDirs: each broker's own data directory",
+    "total_bytes": "DescribeLogDirs v4: the file system's size at that moment",
+    "usable_bytes": "DescribeLogDirs v4: the file system's free space at that moment",
+    "last_fetch_timestamp": "DescribeQuorum: wall-clock time of the voter's last fetch",
+    "last_caught_up_timestamp": "DescribeQuorum: wall-clock time the voter caught up",
     "documentation": "DescribeConfigs documentation text is not shown by any client's config "
                      "listing and kafkalite's table has it for few configs",
 }

@@ -46,6 +46,26 @@ def entity_order(entity: Iterable[tuple[str, str | None]],
     return tuple(hashmap_order(list(entity), lambda kv: string_hash(kv[0]), initial))
 
 
+def entity_hash(key: frozenset) -> int:
+    """ClientQuotaEntity.hashCode: Objects.hash(entries), i.e. 31 + the map's hash."""
+    return (31 + map_hash(key)) & 0xFFFFFFFF
+
+
+def rebuilt(old: dict, changes: dict, key_hash) -> dict:
+    """The map Kafka's image deltas (ClientQuotasDelta / ClientQuotaDelta.apply) build: a
+    HashMap sized by the old map, fed the old entries in their order (changed or dropped as
+    `changes` says; None drops) and then the new keys as the changes HashMap walks them."""
+    new = {}
+    for k, val in old.items():
+        val = changes.get(k, val)
+        if val is not None:
+            new[k] = val
+    for k in hashmap_order(list(changes), key_hash):
+        if k not in new and changes[k] is not None:
+            new[k] = changes[k]
+    return {k: new[k] for k in hashmap_order(list(new), key_hash, len(old))}
+
+
 def entity_text(entity: Entity) -> str:
     """ClientQuotaEntity.toString."""
     inner = ", ".join(f"{k}={'null' if v is None else v}" for k, v in entity)
@@ -134,7 +154,7 @@ class ClientQuotas:
         in Kafka's result order. Entities arrive as the request's (type, name) pairs."""
         results: dict[frozenset, tuple[Entity, int, str | None]] = {}
         order: list[frozenset] = []
-        changed = False
+        changed: dict[frozenset, tuple[Entity, dict[str, float]] | None] = {}
         for pairs, ops in entries:
             named = dict(pairs)  # a repeated type keeps its last name, as Kafka's map does
             entity = entity_order(named.items(), len(pairs))
@@ -146,16 +166,16 @@ class ClientQuotas:
                 results[key] = (entity, ErrorCode.invalid_request,
                                 f"Ignoring duplicate entity {entity_text(entity)}")
                 continue
-            error = self._alter_one(entity, ops, validate_only)
+            error = self._alter_one(entity, ops, validate_only, changed)
             results[key] = (entity, ErrorCode.invalid_request if error else ErrorCode.none,
                             error)
-            changed = changed or (error is None and not validate_only)
         if changed:
+            self.configs = rebuilt(self.configs, changed, entity_hash)
             self._save()
-        return [results[k] for k in hashmap_order(order, lambda k: map_hash(k))]
+        return [results[k] for k in hashmap_order(order, entity_hash)]
 
     def _alter_one(self, entity: Entity, ops: list[tuple[str, float, bool]],
-                   validate_only: bool) -> str | None:
+                   validate_only: bool, changed: dict) -> str | None:
         error = _check_entity(entity)
         if error:
             return error
@@ -173,18 +193,12 @@ class ClientQuotas:
             return None
         ekey = entity_key(entity)
         _, quotas = self.configs.get(ekey, (entity, {}))
-        quotas = dict(quotas)
-        # Kafka emits one record per key, walking a HashMap sized by the op count, and its
-        # image keeps them in that order; so does this dict (describe shows it).
-        for key, value, remove in hashmap_order(ops, lambda op: string_hash(op[0]), len(ops)):
-            if remove:
-                quotas.pop(key, None)
-            else:
-                quotas[key] = float(value)
-        if quotas:
-            self.configs[ekey] = (entity, quotas)
-        else:
-            self.configs.pop(ekey, None)
+        # Kafka emits one record per key, walking a HashMap sized by the op count; the
+        # image's delta keeps them in a HashMap and rebuilds the entity's map from it.
+        records = hashmap_order(ops, lambda op: string_hash(op[0]), len(ops))
+        quotas = rebuilt(quotas, {k: None if rm else float(x) for k, x, rm in records},
+                         string_hash)
+        changed[ekey] = (entity, quotas) if quotas else None
         return None
 
     def describe(self, components: list[tuple[str, int, str | None]],
@@ -226,8 +240,7 @@ class ClientQuotas:
                                    "combination. IP filter component should not be used with "
                                    "user or clientId filter component.")
         out = []
-        for key in hashmap_order(list(self.configs), lambda k: map_hash(k)):
-            entity, quotas = self.configs[key]
+        for entity, quotas in self.configs.values():  # kept in Kafka's image order
             names = dict(entity)
             if strict and len(names) != len(wanted):
                 continue

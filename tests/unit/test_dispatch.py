@@ -257,23 +257,41 @@ async def test_fetch_long_poll_rereads_only_the_partitions_that_had_appends(brok
 
 @pytest.mark.parametrize("version", range(1, 10))
 async def test_list_offsets_all_versions(broker, version):
-    broker.create_topic("lo", 1)
+    # Each query asks its own partition (Kafka refuses a partition named twice), all five
+    # holding the same batches.
+    broker.create_topic("lo", 5)
     ts = 1_700_000_000_000
     for i in range(3):
-        await call(broker, produce_req(9, "lo", [(0, simple_batch(2, ts=ts + 10 * i))]),
-                   ProduceResponse)
+        await call(broker, produce_req(9, "lo", [(p, simple_batch(2, ts=ts + 10 * i))
+                                                 for p in range(5)]), ProduceResponse)
     Req = ListOffsetsRequest[version]
     T = Req.ListOffsetsTopic
     queries = [-1, -2, ts + 11, ts + 100] + ([-3] if version >= 7 else [])
     req = Req(replica_id=-1, isolation_level=0, topics=[T(name="lo", partitions=[
-        T.ListOffsetsPartition(partition_index=0, timestamp=q, current_leader_epoch=-1)
-        for q in queries])])
+        T.ListOffsetsPartition(partition_index=p, timestamp=q, current_leader_epoch=-1)
+        for p, q in enumerate(queries)])])
     r = await call(broker, req, ListOffsetsResponse)
     answers = [(p.error_code, p.offset, p.timestamp) for p in r.topics[0].partitions]
     want = [(0, 6, -1), (0, 0, -1), (0, 3, ts + 11), (0, -1, -1)]
     if version >= 7:
         want.append((0, 5, ts + 21))
     assert answers == want
+
+
+async def test_list_offsets_partition_named_twice(broker):
+    """Kafka answers INVALID_REQUEST at each mention of a partition named twice (its
+    duplicatePartitions check), and the other partitions normally."""
+    broker.create_topic("lodup", 2)
+    Req = ListOffsetsRequest[7]
+    T = Req.ListOffsetsTopic
+    P = T.ListOffsetsPartition
+    r = await call(broker, Req(replica_id=-1, isolation_level=0, topics=[
+        T(name="lodup", partitions=[P(partition_index=0, timestamp=-1, current_leader_epoch=-1),
+                                    P(partition_index=1, timestamp=-1, current_leader_epoch=-1)]),
+        T(name="lodup", partitions=[P(partition_index=0, timestamp=-2,
+                                      current_leader_epoch=-1)])]), ListOffsetsResponse)
+    assert [[(p.partition_index, p.error_code, p.offset, p.leader_epoch) for p in t.partitions]
+            for t in r.topics] == [[(0, 42, -1, -1), (1, 0, 0, 0)], [(0, 42, -1, -1)]]
 
 
 async def test_fsync_before_ack_survives_a_roll_meanwhile(tmp_path):
@@ -352,15 +370,16 @@ async def test_list_offsets_over_an_undecodable_batch(broker):
     CRC only) answers CORRUPT_MESSAGE for its partition instead of dropping the connection."""
     import crc32c
     import struct
-    broker.create_topic("bad", 1)
+    broker.create_topic("bad", 2)
     b = bytearray(simple_batch(1, size=40))
     b[22] = (b[22] & 0xF8) | 2  # claims snappy; the payload is not
     struct.pack_into(">I", b, 17, crc32c.crc32c(bytes(b[21:])))
-    r = await call(broker, produce_req(9, "bad", [(0, bytes(b))]), ProduceResponse)
-    assert r.responses[0].partition_responses[0].error_code == 0
+    r = await call(broker, produce_req(9, "bad", [(p, bytes(b)) for p in range(2)]),
+                   ProduceResponse)
+    assert [p.error_code for p in r.responses[0].partition_responses] == [0, 0]
     Req = ListOffsetsRequest[7]
     T = Req.ListOffsetsTopic
     r = await call(broker, Req(replica_id=-1, isolation_level=0, topics=[T(name="bad", partitions=[
-        T.ListOffsetsPartition(partition_index=0, timestamp=ts, current_leader_epoch=-1)
-        for ts in (1, -1)])]), ListOffsetsResponse)
+        T.ListOffsetsPartition(partition_index=p, timestamp=ts, current_leader_epoch=-1)
+        for p, ts in enumerate((1, -1))])]), ListOffsetsResponse)
     assert [(p.error_code, p.offset) for p in r.topics[0].partitions] == [(2, -1), (0, 1)]

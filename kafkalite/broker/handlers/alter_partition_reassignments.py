@@ -7,7 +7,8 @@
 # cancels a reassignment: none is ever in progress (NO_REASSIGNMENT_IN_PROGRESS). Unknown
 # topics and partitions are UNKNOWN_TOPIC_OR_PARTITION with Kafka's messages. v1 (Kafka 4.0,
 # KIP-860) echoes allow_replication_factor_change; a valid set here never changes the
-# replication factor, so the flag never refuses anything.
+# replication factor, so the flag never refuses anything. An empty topic list answers
+# error_message "" where any other answers null, as Kafka 3.8 does.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -49,4 +50,5 @@ async def handle(ctx, req):
     return make(response_class(45, v), throttle_time=ZERO,
                 allow_replication_factor_change=getattr(req, "allow_replication_factor_change",
                                                         True),
-                error_code=ErrorCode.none, error_message=None, responses=tuple(out))
+                error_code=ErrorCode.none, error_message=None if out else "",
+                responses=tuple(out))

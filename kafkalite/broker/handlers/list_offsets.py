@@ -8,11 +8,14 @@
 # does not decode answers CORRUPT_MESSAGE for its partition (Kafka's CorruptRecordException).
 # Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH. v10 (Kafka
 # 4.0, KIP-1075) adds timeout_ms, the wait for a tiered-storage offset; nothing here waits,
-# so it is read and ignored (Kafka 3.8 serves up to v8).
+# so it is read and ignored (Kafka 3.8 serves up to v8). A partition named more than once in
+# one request is INVALID_REQUEST at each mention, as Kafka's duplicatePartitions check.
 # isolation_level=1 (read_committed, v2+): latest is the last stable offset, and an offset
 # found by timestamp (or -3) at or past it is answered as not found, as Kafka's
 # fetchOffsetForTimestamp bounds lookups by the last fetchable offset.
 from __future__ import annotations
+
+from collections import Counter
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
@@ -54,10 +57,13 @@ async def handle(ctx, req):
     mod = response_module(2, v)
     logs = ctx.broker.logs
     committed = getattr(req, "isolation_level", 0) == 1
+    named = Counter((t.name, rp.partition_index) for t in req.topics for rp in t.partitions)
 
     def answer(name, rp):
         p = logs.partition(name, rp.partition_index)
         try:
+            if named[name, rp.partition_index] > 1:
+                raise KafkaError(ErrorCode.invalid_request)
             if p is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
