@@ -18,6 +18,7 @@ from ..clock import Clock, SystemClock
 from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
+from ..log.flusher import fsync_all
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
 from ..wire.codec import decode_request, encode, is_flexible
@@ -107,7 +108,7 @@ class Broker:
         on duplicated descriptors: a roll or retention running meanwhile on the loop may
         close the originals. Raises OSError."""
         fds = [fd for p in {id(p): p for p in partitions}.values() for fd in p.sync_handles()]
-        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+        await asyncio.get_running_loop().run_in_executor(None, fsync_all, fds)
 
     # --- topics ---------------------------------------------------------------------------
 
@@ -168,15 +169,6 @@ class Broker:
         if isinstance(result, list):
             return [head, *result]
         return [head, encode(result)]
-
-
-def _fsync_all(fds: list[int]) -> None:
-    try:
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def topic_error(name: str) -> KafkaError:
