@@ -20,6 +20,7 @@ from ..coordinator.groups_coordinator import GroupCoordinator
 from ..coordinator.producer_state import ProducerStates
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
 from ..coordinator.transactions_coordinator import TransactionCoordinator
+from ..log.flusher import fsync_all
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
 from ..security.scram_store import ScramStore
@@ -166,7 +167,7 @@ class Broker:
         on duplicated descriptors: a roll or retention running meanwhile on the loop may
         close the originals. Raises OSError."""
         fds = [fd for p in {id(p): p for p in partitions}.values() for fd in p.sync_handles()]
-        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+        await asyncio.get_running_loop().run_in_executor(None, fsync_all, fds)
 
     async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int,
                              commit: bool, partitions: list) -> dict:
@@ -253,15 +254,6 @@ class Broker:
         if throttle and has_field(type(result), "throttle_time"):
             result = replace(result, throttle_time=ms(throttle))
         return [head, encode(result)]
-
-
-def _fsync_all(fds: list[int]) -> None:
-    try:
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def topic_error(name: str) -> KafkaError:

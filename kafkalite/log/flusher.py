@@ -2,8 +2,8 @@
 # segments run on one worker thread, in the order they were submitted.
 #
 # A roll used to fsync the old segment and the directory on the loop thread, stalling every
-# connection for as long as the disk took (90 ms measured; seconds with a large dirty
-# segment). Kafka flushes rolled segments asynchronously too. Each job works on descriptors
+# connection for as long as the disk took (90 ms in the issue; up to 160 ms measured with
+# 64 MiB segments by benchmarks/loop_stall.py). Kafka flushes rolled segments asynchronously too. Each job works on descriptors
 # duplicated when it was submitted (a segment fd, or the partition directory's fd), so the
 # loop may close, delete or rename the originals meanwhile, and a topic re-created under the
 # same name never receives a write or an unlink meant for its predecessor. One thread keeps
@@ -22,6 +22,8 @@ from typing import Any, Callable
 from .errors import storage_error
 
 log = logging.getLogger("kafkalite.log")
+
+RECOVERY_POINT = "recovery-point"  # in each partition directory (recovery.py reads it)
 
 _lock = threading.Lock()
 _shared: ThreadPoolExecutor | None = None
@@ -193,9 +195,6 @@ class PartitionFlusher:
         for fut in pending:
             error = error or fut.exception()
         return error
-
-
-RECOVERY_POINT = "recovery-point"
 
 
 async def wait_durable(fut: Future | None, label: str) -> None:

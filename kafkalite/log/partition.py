@@ -172,14 +172,17 @@ class PartitionLog(TransactionalLog):
             dir_fd = open_dir(self.directory)
         except OSError as e:
             raise storage_error(e, label) from e
+        seg = None
         try:
             seg = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
+            fds = old.retire()
         except OSError as e:
             os.close(dir_fd)
+            if seg is not None:
+                seg.close()
             raise storage_error(e, label) from e
         seg.next_offset = old.next_offset
         seg.created_at_ms = _now_ms()
-        fds = old.retire()
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
         self._dir_synced = False

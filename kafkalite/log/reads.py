@@ -20,6 +20,20 @@ _TRIES = 3
 _NOWAIT = getattr(os, "RWF_NOWAIT", 0)
 _supported = bool(_NOWAIT) and hasattr(os, "preadv")
 
+try:
+    # bytearray(n) zero-fills: 15 us per MiB, 10-15% of the CPU of a cached 1 MiB read,
+    # for bytes that preadv overwrites at once. A buffer preadv did not fill is never
+    # returned.
+    import ctypes
+    _uninitialized = ctypes.pythonapi.PyByteArray_FromStringAndSize
+    _uninitialized.restype = ctypes.py_object
+    _uninitialized.argtypes = (ctypes.c_char_p, ctypes.c_ssize_t)
+
+    def _buffer(n: int) -> bytearray:
+        return _uninitialized(None, n)
+except (ImportError, AttributeError):  # not CPython
+    _buffer = bytearray
+
 
 class WouldBlock(Exception):
     """The range is not all in the page cache. Holds a duplicate of the descriptor, so that
@@ -50,7 +64,7 @@ def pread(fd: int, length: int, position: int, nowait: bool = False) -> bytes | 
             return os.pread(fd, length, position)
         if not _supported:
             raise WouldBlock(fd, position, length)
-        buf = bytearray(length)
+        buf = _buffer(length)
         # A short count means the rest of the range is not cached (never end of file here).
         if os.preadv(fd, [buf], position, _NOWAIT) == length:
             return buf

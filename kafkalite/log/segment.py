@@ -285,13 +285,18 @@ class Segment:
         """Duplicated descriptors of this segment's files: an fsync on them in a worker
         thread stays valid while the event loop rolls, closes or deletes the segment."""
         fds = [os.dup(self.fd)]
-        for idx in (self.index, self.time_index):
-            fd = idx.dup_fd()
+        try:
+            for idx in (self.index, self.time_index):
+                fd = idx.dup_fd()
+                if fd is not None:
+                    fds.append(fd)
+            fd = self.txn_index.sync_handle()
             if fd is not None:
                 fds.append(fd)
-        fd = self.txn_index.sync_handle()
-        if fd is not None:
-            fds.append(fd)
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
         return fds
 
     def deactivate(self) -> None:
