@@ -9,7 +9,7 @@ import pytest
 
 from compat_tests import wire
 from compat_tests.diff import (catalogue_admin, catalogue_groups,  # noqa: F401  (register cases)
-                               catalogue_kafka4)
+                               catalogue_kafka4, catalogue_txn)
 from compat_tests.diff.catalogue import CASES, Case
 from compat_tests.diff.conftest import COUNTS, Side
 from compat_tests.diff.normalise import differences, normalise

@@ -15,7 +15,8 @@ import pytest
 from tests.helpers.real_kafka import anchor_dir, create_topic, unavailable_reason
 
 TOOL_SECONDS: list[float] = []
-UUID_RE = re.compile(r"\b[A-Za-z0-9_-]{22}\b")  # Kafka's base64 topic ids / cluster ids
+# Kafka's base64 topic ids / cluster ids; they may start or end with '-', where \b fails
+UUID_RE = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{22}(?![A-Za-z0-9_-])")
 
 
 def run_tool(tool: str, *args: str, stdin: str | None = None, timeout: float = 90) -> str:

@@ -31,6 +31,12 @@ def _verify(b, coord, req) -> ErrorCode:
     transactions = getattr(b, "transactions", None)
     if transactions is None:
         return ErrorCode.none
+    # Kafka's group coordinator verifies with the transactional id (AddPartitionsToTxn
+    # verify-only): an id the coordinator does not know, or one now held by another producer
+    # id, is INVALID_PRODUCER_ID_MAPPING (compat_tests/diff, txn-offset-commit-*).
+    meta = transactions.txns.get(req.transactional_id)
+    if meta is None or meta.producer_id != req.producer_id:
+        return ErrorCode.invalid_producer_id_mapping
     return transactions.verify_partition(req.producer_id, req.producer_epoch, TOPIC,
                                          coord.store.partition_for(req.group_id))
 

@@ -1,0 +1,53 @@
+# Diff cases for the transaction APIs (24-26, 28, 65, 66) on transactional ids neither broker
+# knows, so that the answers do not depend on what other suites sharing the real Kafka left
+# behind; the full protocol flow is compared in tests/integration/test_txn_coordinator_wire.py.
+from __future__ import annotations
+
+from typing import Any
+
+from compat_tests.diff.catalogue import case, unique
+from compat_tests.diff.conftest import DATA_TOPIC, GROUP, Side
+
+UNKNOWN_PID = 987654321
+
+
+@case("add-partitions-to-txn-unknown-id", 24, versions=lambda v: v < 4)
+def _(s: Side, v: int) -> Any:
+    # Kafka 3.x names the client form's fields v3_and_below_* (v4 added the batched form)
+    return s.call(24, v, {"v3_and_below_transactional_id": unique("diff-txn", v),
+                          "v3_and_below_producer_id": UNKNOWN_PID,
+                          "v3_and_below_producer_epoch": 0,
+                          "v3_and_below_topics": [{"name": DATA_TOPIC, "partitions": [0]}]})
+
+
+@case("add-offsets-to-txn-unknown-id", 25)
+def _(s: Side, v: int) -> Any:
+    return s.call(25, v, {"transactional_id": unique("diff-txn", v), "producer_id": UNKNOWN_PID,
+                          "producer_epoch": 0, "group_id": GROUP})
+
+
+@case("end-txn-unknown-id", 26)
+def _(s: Side, v: int) -> Any:
+    return s.call(26, v, {"transactional_id": unique("diff-txn", v), "producer_id": UNKNOWN_PID,
+                          "producer_epoch": 0, "committed": True})
+
+
+@case("txn-offset-commit-unknown-producer", 28)
+def _(s: Side, v: int) -> Any:
+    return s.call(28, v, {"transactional_id": unique("diff-txn", v), "group_id": GROUP,
+                          "producer_id": UNKNOWN_PID, "producer_epoch": 0,
+                          "generation_id": -1, "member_id": "", "group_instance_id": None,
+                          "topics": [{"name": DATA_TOPIC, "partitions": [
+                              {"partition_index": 0, "committed_offset": 1,
+                               "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+
+
+@case("describe-transactions-unknown-id", 65)
+def _(s: Side, v: int) -> Any:
+    return s.call(65, v, {"transactional_ids": [unique("diff-txn", v)]})
+
+
+@case("list-transactions-filtered-to-nothing", 66)
+def _(s: Side, v: int) -> Any:
+    return s.call(66, v, {"state_filters": ["Ongoing"], "producer_id_filters": [UNKNOWN_PID],
+                          "duration_filter": -1})
