@@ -1,7 +1,6 @@
 # Fixtures for the response diff: the same requests go to a kafkalite spawned for the session
-# and to a real Apache Kafka 3.8.0 (tests/helpers/real_kafka.py; REAL_KAFKA_BOOTSTRAP reuses
-# a running one, and the session skips with the reason where Java 17 or the anchor is
-# missing). Both get the same topics, records and committed group before any case runs, under
+# and to a real Apache Kafka 3.8.0 of the diff's own (tests/helpers/real_kafka.py
+# private_kafka; the session skips with the reason where Java 17 or the anchor is missing). Both get the same topics, records and committed group before any case runs, under
 # the same names, so their answers can be compared field by field.
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 
 from compat_tests import wire
-from tests.helpers.real_kafka import real_kafka  # noqa: F401  (fixture)
+from tests.helpers.real_kafka import private_kafka
 
 # kafkalite with Kafka's defaults, and serve.sh's node id and rebalance delay, so node ids
 # need no normalising.
@@ -123,8 +122,11 @@ def lite_side() -> Iterator[Side]:
 
 
 @pytest.fixture(scope="session")
-def kafka_side(real_kafka: str) -> Side:  # noqa: F811
-    return prepare(Side("kafka", real_kafka, wire.api_versions(real_kafka)))
+def kafka_side() -> Iterator[Side]:
+    # A Kafka of the diff's own: on the one other suites share, listings (groups, topics),
+    # producer ids and __transaction_state would reflect what they did.
+    with private_kafka() as bootstrap:
+        yield prepare(Side("kafka", bootstrap, wire.api_versions(bootstrap)))
 
 
 @pytest.fixture(scope="session")

@@ -217,6 +217,22 @@ def session_kafka() -> Iterator[str]:
             _SHARED["kafka"] = None
 
 
+@contextlib.contextmanager
+def private_kafka(settings: dict[str, str] | None = None) -> Iterator[str]:
+    """A real Kafka of the caller's own, for suites whose answers would see what other
+    tests left on the shared one (topic and group listings, producer ids, internal topics).
+    Skips with the reason when none can run here."""
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    kafka = RealKafka(settings=settings)
+    try:
+        kafka.start()
+        yield kafka.bootstrap
+    finally:
+        kafka.cleanup()
+
+
 @pytest.fixture(scope="session")
 def real_kafka() -> Iterator[str]:
     """The bootstrap address of a real Apache Kafka 3.8 shared by the session."""

@@ -296,4 +296,9 @@ def test_transaction_state_records_have_kafkas_layout(wire):
         "ONGOING", frozenset({(topic, 0), (topic, 1)}))
     assert ongoing.start_ms == ongoing.update_ms > 0
     for v in values:
-        assert encode_value(decode_value(txn, v)) == v
+        # Byte for byte, but for the order of partition ids inside a topic entry: Kafka
+        # writes them in its HashSet's iteration order, which depends on the topic name.
+        again = encode_value(decode_value(txn, v))
+        assert len(again) == len(v) and decode_value(txn, again) == decode_value(txn, v)
+        if len(decode_value(txn, v).partitions) < 2:
+            assert again == v

@@ -12,7 +12,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers.real_kafka import anchor_dir, create_topic, unavailable_reason
+from tests.helpers.real_kafka import (anchor_dir, create_topic, private_kafka,
+                                      unavailable_reason)
 
 TOOL_SECONDS: list[float] = []
 # Kafka's base64 topic ids / cluster ids; they may start or end with '-', where \b fails
@@ -57,15 +58,18 @@ def normalise(text: str, bootstrap: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def both(kafka_broker: str, real_kafka: str) -> Iterator[dict[str, str]]:
+def both() -> Iterator[dict[str, str]]:
     """{"kafkalite": bootstrap, "kafka": bootstrap}, each with the topic tools-data (2
-    partitions) that the tests fill through the console producer."""
+    partitions) that the tests fill through the console producer. Both brokers are the
+    tools' own: listings must not show what other suites created."""
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    brokers = {"kafkalite": kafka_broker, "kafka": real_kafka}
-    for b in brokers.values():
-        create_topic(b, "tools-data", {"retention.ms": "86400000"}, partitions=2)
-    yield brokers
+    from kafkalite.testing import BrokerProcess
+    with private_kafka() as kafka, BrokerProcess() as lite:
+        brokers = {"kafkalite": lite.bootstrap, "kafka": kafka}
+        for b in brokers.values():
+            create_topic(b, "tools-data", {"retention.ms": "86400000"}, partitions=2)
+        yield brokers
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
