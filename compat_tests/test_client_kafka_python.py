@@ -134,6 +134,10 @@ def test_group_commit_and_rebalance(bootstrap, admin, make_topic):
         assert len(c1.assignment()) == 2
         c1.commit()
         c2 = consumer(bootstrap, group_id=group)
+        # The second member learns the topic's partitions before it joins: a kafka-python
+        # member that leads an assignment without them assigns nothing ("No partition
+        # metadata"), a client-side race that a fast join exposes.
+        assert c2.partitions_for_topic(topic) == {0, 1}
         c2.subscribe([topic])
 
         def split() -> bool:
