@@ -15,8 +15,6 @@ _FEATURES = {
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
     "KIP-848 consumer groups (group.protocol=consumer)": {68: "ConsumerGroupHeartbeat",
                                                           69: "ConsumerGroupDescribe"},
-    "KIP-932 share groups": {76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
-                             78: "ShareFetch", 79: "ShareAcknowledge"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
                                    74: "ListClientMetricsResources"},
     "replication and cluster membership (inter-broker and controller APIs)": {

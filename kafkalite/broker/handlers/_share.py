@@ -1,0 +1,89 @@
+# What the share-group handlers (keys 76-79) share: the broker's ShareCoordinator, made on
+# first use (no broker.py wiring: share groups cost nothing until a client uses them), and
+# the check that a group id is not already a classic/consumer group. Not an API handler.
+from __future__ import annotations
+
+from typing import Any
+
+from ...coordinator.share_state import ShareCoordinator
+from ...wire.errors import ErrorCode as E
+from ._configs import group_store
+
+# GROUP configs (share.*) -> the broker setting standing for their default.
+_BROKER_DEFAULTS = {
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+}
+
+
+def share_coordinator(broker) -> ShareCoordinator:
+    sc = getattr(broker, "share_groups", None)
+    if sc is None:
+        def group_config(group_id: str, name: str) -> Any:
+            value = group_store(broker).get(group_id).get(name)
+            if value is not None:
+                return value
+            setting = _BROKER_DEFAULTS.get(name)
+            return broker.config[setting] if setting else "latest"
+
+        def offsets(topic: str, partition: int) -> tuple[int, int] | None:
+            p = broker.logs.partition(topic, partition)
+            return None if p is None else (p.log_start_offset, p.high_watermark)
+
+        def partitions_of(topic: str) -> int | None:
+            t = broker.logs.topics.get(topic)
+            return None if t is None else len(t.partitions)
+
+        sc = ShareCoordinator(broker.clock, broker.config, group_config, offsets,
+                              partitions_of)
+        broker.share_groups = sc
+        broker.topic_deleted_listeners.append(sc.topic_deleted)
+    return sc
+
+
+def other_group_type(broker, group_id: str) -> str | None:
+    """The type of a non-share group holding `group_id` ("classic"/"consumer"), else None.
+    Uses groups_registry's group_type() when the coordinator has it (KIP-848 work), else
+    the classic coordinator's group table."""
+    groups = broker.groups
+    if groups is None:
+        return None
+    typed = getattr(groups, "group_type", None)
+    if typed is not None:
+        kind = typed(group_id)
+        return None if kind in (None, "share") else kind
+    return "classic" if group_id in getattr(groups, "groups", {}) else None
+
+
+def not_share_group_error(group_id: str) -> tuple[E, str]:
+    return E.group_id_not_found, f"Group {group_id} is not a share group."
+
+
+def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics
+               ) -> dict[tuple[Any, int], tuple[E, str | None]]:
+    """Apply the acknowledgement batches of ShareFetch/ShareAcknowledge topics; returns
+    {(topic id, partition): (error code, message)} for each partition named."""
+    from ...coordinator.share_partition import InvalidRecordState
+    out: dict[tuple[Any, int], tuple[E, str | None]] = {}
+    for t in topics:
+        topic = broker.logs.by_id.get(t.topic_id)
+        for p in t.partitions:
+            key = (t.topic_id, p.partition_index)
+            batches = [(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+                       for b in p.acknowledgement_batches]
+            if not batches:
+                continue
+            if topic is None:
+                out[key] = (E.unknown_topic_id, None)
+                continue
+            sp = sc.partition(group_id, topic.name, p.partition_index)
+            if sp is None:
+                out[key] = (E.unknown_topic_or_partition, None)
+                continue
+            try:
+                sp.acknowledge(member_id, batches)
+                out[key] = (E.none, None)
+            except InvalidRecordState as e:
+                out[key] = (E.invalid_record_state, str(e))
+    return out
