@@ -124,21 +124,16 @@ class SharePartition:
     def expire_locks(self) -> int:
         """Release every acquisition whose lock ran out; returns how many records."""
         now = self.clock.monotonic_ms()
-        released = 0
-        for s in self.spans:
-            if s.state == ACQUIRED and s.deadline <= now:
-                self._release(s)
-                released += s.last - s.first + 1
-        if released:
-            self._advance()
-            self._changed()
-        return released
+        return self._release_where(lambda s: s.deadline <= now)
 
     def release_member(self, member: str) -> int:
         """The member left (or its share session ended): its records become AVAILABLE."""
+        return self._release_where(lambda s: s.member == member)
+
+    def _release_where(self, held: Callable[[Span], bool]) -> int:
         released = 0
         for s in self.spans:
-            if s.state == ACQUIRED and s.member == member:
+            if s.state == ACQUIRED and held(s):
                 self._release(s)
                 released += s.last - s.first + 1
         if released:

@@ -82,6 +82,13 @@ def make_topic(bootstrap: str, partitions: int = 1) -> tuple[str, str]:
     return topic, group
 
 
+def explicit_consumer_on(broker, records: int):
+    """A new topic with `records` records and an explicit-mode consumer of a new group."""
+    topic, group = make_topic(broker.bootstrap)
+    produce(broker.bootstrap, topic, records)
+    return topic, group, consumer(broker.bootstrap, group, topic, explicit=True)
+
+
 def test_four_consumers_share_one_partition(share_broker):
     bs = share_broker.bootstrap
     topic, group = make_topic(bs)
@@ -99,10 +106,7 @@ def test_four_consumers_share_one_partition(share_broker):
 
 
 def test_reject_archives_release_redelivers(share_broker):
-    bs = share_broker.bootstrap
-    topic, group = make_topic(bs)
-    produce(bs, topic, 6)
-    c = consumer(bs, group, topic, explicit=True)
+    _topic, _group, c = explicit_consumer_on(share_broker, 6)
     deliveries: dict[int, list[int]] = {}
 
     def ack(_i, cons, m):
@@ -125,14 +129,11 @@ def test_reject_archives_release_redelivers(share_broker):
 
 
 def test_unacknowledged_record_redelivered_after_lock_expiry(share_broker):
-    bs = share_broker.bootstrap
-    topic, group = make_topic(bs)
-    produce(bs, topic, 1)
-    first = consumer(bs, group, topic, explicit=True)
+    topic, group, first = explicit_consumer_on(share_broker, 1)
     got = poll_until([first], lambda s: bool(s), 30)
     assert [m.offset() for _, m in got] == [0]
     # `first` neither acknowledges nor closes: its lock (2 s) must run out on the broker.
-    second = consumer(bs, group, topic, explicit=True)
+    second = consumer(share_broker.bootstrap, group, topic, explicit=True)
     t0 = time.monotonic()
     try:
         again = poll_until([second], lambda s: bool(s), 30,
@@ -146,10 +147,7 @@ def test_unacknowledged_record_redelivered_after_lock_expiry(share_broker):
 
 
 def test_delivery_count_limit_archives(share_broker):
-    bs = share_broker.bootstrap
-    topic, group = make_topic(bs)
-    produce(bs, topic, 1)
-    c = consumer(bs, group, topic, explicit=True)
+    _topic, _group, c = explicit_consumer_on(share_broker, 1)
     try:
         # Release every delivery: with group.share.delivery.count.limit=3 the third
         # release archives the record, so exactly three deliveries happen.
@@ -158,3 +156,28 @@ def test_delivery_count_limit_archives(share_broker):
         assert [(m.offset(), m.delivery_count()) for _, m in got] == [(0, 1), (0, 2), (0, 3)]
     finally:
         c.close()
+
+
+def test_state_survives_sigkill(share_broker):
+    topic, group, c = explicit_consumer_on(share_broker, 10)
+    try:
+        got = poll_until([c], lambda s: len(s) >= 10, 30,
+                         lambda _i, cons, m: cons.acknowledge(
+                             m, ACCEPT if m.offset() < 5 else RELEASE))
+        assert sorted(m.offset() for _, m in got) == list(range(10))
+        # Offsets 5-9 were released, so redeliveries may come: take them without acking.
+        c.commit_sync(10)
+    finally:
+        share_broker.kill()
+        c.close()
+    share_broker.restart(hard=True)
+    again = consumer(share_broker.bootstrap, group, topic, explicit=True)
+    try:
+        seen = poll_until([again], lambda s: len(s) >= 5, 30,
+                          lambda _i, cons, m: cons.acknowledge(m, ACCEPT))
+        seen += poll_until([again], lambda s: False, 2,
+                           lambda _i, cons, m: cons.acknowledge(m, ACCEPT))
+        # Nothing acknowledged comes back, nothing unacknowledged is lost.
+        assert sorted(m.offset() for _, m in seen) == [5, 6, 7, 8, 9]
+    finally:
+        again.close()

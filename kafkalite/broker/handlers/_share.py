@@ -3,6 +3,7 @@
 # the check that a group id is not already a classic/consumer group. Not an API handler.
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ...coordinator.share_state import ShareCoordinator
@@ -36,7 +37,7 @@ def share_coordinator(broker) -> ShareCoordinator:
             return None if t is None else len(t.partitions)
 
         sc = ShareCoordinator(broker.clock, broker.config, group_config, offsets,
-                              partitions_of)
+                              partitions_of, os.path.join(broker.logs.data_dir, ".kafkalite"))
         broker.share_groups = sc
         broker.topic_deleted_listeners.append(sc.topic_deleted)
     return sc

@@ -38,6 +38,7 @@ async def handle(ctx, req):
            for b in p.acknowledgement_batches for t in b.acknowledge_types):
         return top_error(E.invalid_request, "unsupported acknowledge type")
     acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics)
+    await sc.persist()  # acknowledged means durable (share_state.py)
     if req.share_session_epoch == FINAL_EPOCH:
         sc.close_session(req.group_id, req.member_id)
     leader = mod.LeaderIdAndEpoch(leader_id=broker.node_id, leader_epoch=0)

@@ -125,6 +125,7 @@ async def handle(ctx, req):
             elif epoch != FINAL_EPOCH:
                 session.partitions[(topic.name, p.partition_index)] = None
     acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics)
+    await sc.persist()  # acknowledged means durable (share_state.py)
 
     fetched: dict = {}
     if epoch == FINAL_EPOCH:
