@@ -100,6 +100,8 @@ class LogManager:
     # --- startup and shutdown -------------------------------------------------------------
 
     def open(self) -> None:
+        """Load the data directory, blocking: the broker calls it before it listens, so the
+        start's file work (meta.properties, partition.metadata, recovery) stalls no one."""
         os.makedirs(self.data_dir, exist_ok=True)
         # Checked before the lock is taken, so that a refused directory is left without even a
         # .lock file. A kafkalite starting meanwhile cannot make the check wrong: it writes
