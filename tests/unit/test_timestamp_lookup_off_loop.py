@@ -11,12 +11,10 @@ import time
 import pytest
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
-from kafkalite.broker.broker import Broker
-from kafkalite.config import BrokerConfig
 from kafkalite.log import reads
 
 from tests.helpers.kbatch import simple_batch
-from tests.unit.test_dispatch import call
+from tests.unit.test_dispatch import broker, call  # noqa: F401 (broker: a fixture)
 from tests.unit.test_log import append
 
 T0 = int(time.time() * 1000) - 3_600_000
@@ -36,15 +34,6 @@ def pread_threads(monkeypatch) -> list[int]:
     return seen
 
 
-@pytest.fixture
-def broker(tmp_path):
-    b = Broker(BrokerConfig({"log.dirs": str(tmp_path), "node.id": "1",
-                             "listeners": "PLAINTEXT://127.0.0.1:19092"}))
-    b.open()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def _cold_partition(broker):

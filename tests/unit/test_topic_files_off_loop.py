@@ -15,11 +15,10 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse,
                                   CreateTopicsRequest, CreateTopicsResponse,
                                   DeleteTopicsRequest, DeleteTopicsResponse)
 
-from kafkalite.broker.broker import Broker
 from kafkalite.config import BrokerConfig
 from kafkalite.log.manager import LogManager
 
-from tests.unit.test_dispatch import call
+from tests.unit.test_dispatch import broker, call  # noqa: F401 (broker: a fixture)
 
 OBSERVED = ("fsync", "replace", "rename", "unlink", "mkdir", "open")
 
@@ -38,15 +37,6 @@ def calls(monkeypatch) -> list[tuple[str, int]]:
     return seen
 
 
-@pytest.fixture
-def broker(tmp_path):
-    b = Broker(BrokerConfig({"log.dirs": str(tmp_path), "node.id": "1",
-                             "listeners": "PLAINTEXT://127.0.0.1:19092"}))
-    b.open()  # start-time writes stay on the calling thread: nothing serves yet
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def _meta(broker, name: str) -> dict:
