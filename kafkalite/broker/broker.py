@@ -189,14 +189,20 @@ class Broker:
             self.producers.attach(p)
         return topic
 
-    def add_partitions(self, name: str, total: int) -> None:
-        known = len(self.logs.topics[name].partitions)
-        self.logs.add_partitions(name, total)
-        for p in self.logs.topics[name].partitions[known:]:
+    async def create_topic_async(self, name: str, partitions: int,
+                                 configs: dict | None = None) -> Topic:
+        """create_topic() without waiting for the disk on the loop (CreateTopics)."""
+        topic = await self.logs.create_topic_async(name, partitions, configs)
+        for p in topic.partitions:
+            self.producers.attach(p)
+        return topic
+
+    async def add_partitions(self, name: str, total: int) -> None:
+        for p in await self.logs.add_partitions_async(name, total):
             self.producers.attach(p)
 
-    def delete_topic(self, name: str) -> Topic:
-        topic = self.logs.delete_topic(name)
+    async def delete_topic(self, name: str) -> Topic:
+        topic = await self.logs.delete_topic_async(name)
         for listener in list(self.topic_deleted_listeners):
             listener(name)
         return topic

@@ -92,7 +92,8 @@ def read_properties(path: str) -> dict[str, str]:
 
 def load_meta_properties(data_dir: str, configured_cluster_id: str, node_id: int) -> str:
     """The cluster id stored in meta.properties (created with a new one if absent), checked
-    against a configured cluster.id."""
+    against a configured cluster.id. Written (and fsynced) on the calling thread: it runs
+    at start, before the listener is bound, when there is no connection to stall."""
     path = os.path.join(data_dir, META_PROPERTIES)
     props = read_properties(path)
     stored = props.get("cluster.id")

@@ -26,16 +26,28 @@ log = logging.getLogger("kafkalite.log")
 RECOVERY_POINT = "recovery-point"  # in each partition directory (recovery.py reads it)
 
 _lock = threading.Lock()
-_shared: ThreadPoolExecutor | None = None
+_workers: dict[str, ThreadPoolExecutor] = {}
+
+
+def _single_thread(name: str) -> ThreadPoolExecutor:
+    with _lock:
+        worker = _workers.get(name)
+        if worker is None:
+            worker = _workers[name] = ThreadPoolExecutor(max_workers=1,
+                                                         thread_name_prefix=name)
+        return worker
 
 
 def shared_flusher() -> ThreadPoolExecutor:
     """The process's flusher: one worker thread, started on the first job."""
-    global _shared
-    with _lock:
-        if _shared is None:
-            _shared = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalite-flush")
-        return _shared
+    return _single_thread("kafkalite-flush")
+
+
+def metadata_worker() -> ThreadPoolExecutor:
+    """The thread for the file work of topics' lives (log/manager.py): one, so that it runs
+    in the order it was queued, and not the flusher's, so that creating a topic of many
+    partitions does not delay the fsyncs that acks=all answers wait for."""
+    return _single_thread("kafkalite-meta")
 
 
 def open_dir(path: str) -> int:

@@ -24,8 +24,8 @@ from typing import Callable, Iterator
 
 from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
                             with_log_append_time)
-from ..wire.record_iter import first_record_at_or_after, record_with_timestamp
 from .errors import OffsetOutOfRange, StorageError, storage_error
+from . import partition_lookup
 from .flusher import PartitionFlusher, open_dir, wait_durable
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
@@ -229,7 +229,9 @@ class PartitionLog(TransactionalLog):
                 length = min(first, limit - pos)
             if length <= 0:
                 return b""
-            return self._remember_end(seg, pos, seg.read(pos, length, nowait))
+            data = seg.read(pos, length, nowait)
+            self._read_positions.remember(seg, pos, data)
+            return data
         return b""
 
     def _read_at(self, seg: Segment, pos: int, max_bytes: int, min_one_batch: bool,
@@ -242,10 +244,6 @@ class PartitionLog(TransactionalLog):
                                      else seg.read(pos, LOG_OVERHEAD, nowait))
             if first > len(data):
                 data = seg.read(pos, min(first, seg.size - pos), nowait)
-        return self._remember_end(seg, pos, data)
-
-    def _remember_end(self, seg: Segment, pos: int, data: bytes | bytearray
-                      ) -> bytes | bytearray:
         self._read_positions.remember(seg, pos, data)
         return data
 
@@ -259,28 +257,20 @@ class PartitionLog(TransactionalLog):
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
-        for seg in self.segments:
-            if seg.max_timestamp < timestamp:
-                continue
-            for _pos, batch in seg.find_timestamp(timestamp):
-                hit = first_record_at_or_after(batch, timestamp, self.log_start_offset)
-                if hit is not None:
-                    return hit
-        return None
+        return partition_lookup.offset_for_timestamp(self, timestamp)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record carrying the log's largest timestamp."""
-        best = None
-        for seg in self.segments:
-            if seg.size and (best is None or seg.max_timestamp > best.max_timestamp):
-                best = seg
-        if best is None or best.max_timestamp < 0:
-            return None
-        for _pos, batch in best.find_timestamp(best.max_timestamp):
-            hit = record_with_timestamp(batch, best.max_timestamp)
-            if hit is not None:
-                return hit
-        return None
+        return partition_lookup.max_timestamp_offset(self)
+
+    async def offset_for_timestamp_async(self, timestamp: int) -> tuple[int, int] | None:
+        """offset_for_timestamp() for the event loop: it never waits there for the disk."""
+        return await partition_lookup.without_waiting(partition_lookup.offset_for_timestamp,
+                                                      self, timestamp)
+
+    async def max_timestamp_offset_async(self) -> tuple[int, int] | None:
+        return await partition_lookup.without_waiting(partition_lookup.max_timestamp_offset,
+                                                      self)
 
     def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
         """Headers of every batch ending at or after `from_offset` (state rebuilds)."""

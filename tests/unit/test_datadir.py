@@ -3,6 +3,7 @@
 # deleted, partition.metadata as Kafka writes it, and the clean-shutdown marker.
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import re
@@ -142,7 +143,7 @@ def test_partition_metadata_is_written_as_kafka_writes_it(tmp_path):
 
     m = opened(tmp_path / "data")
     topic = m.create_topic("created", 2)
-    m.add_partitions("created", 3)
+    asyncio.run(m.add_partitions_async("created", 3))
     m.close()
     b64 = base64.urlsafe_b64encode(topic.topic_id.bytes).rstrip(b"=")
     for p in range(3):

@@ -225,7 +225,7 @@ async def test_each_roll_writes_a_snapshot_on_the_snapshot_thread(tmp_path, monk
     b = _small_segments(tmp_path)
     try:
         b.create_topic("r", 1)
-        b.add_partitions("r", 2)  # CreatePartitions: the new partition snapshots too
+        await b.add_partitions("r", 2)  # CreatePartitions: the new partition snapshots too
         written: dict[int, list] = {0: [], 1: []}
         for seq in range(0, 40, 2):
             for part in (0, 1):

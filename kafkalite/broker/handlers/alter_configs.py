@@ -35,4 +35,6 @@ def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
 
 @api(33, "AlterConfigs", (0, 2))
 async def handle(ctx, req):
-    return alter_response(ctx, req, _alter)
+    response = alter_response(ctx, req, _alter)
+    await ctx.broker.logs.configs_written()  # topic metadata, written off the loop
+    return response

@@ -9,7 +9,8 @@
 # INVALID_REQUEST. validate_only checks everything and changes nothing. Adding more than
 # 10000 partitions in one request is refused with POLICY_VIOLATION, as Kafka's controller
 # refuses an oversized batch. Keys of existing records keep their partition; clients see the
-# new count at their next metadata refresh. The timeout is ignored (synchronous).
+# new count at their next metadata refresh. The timeout is ignored: the answer waits for the
+# new partitions and the metadata file, written durably off the event loop.
 from __future__ import annotations
 
 from collections import Counter
@@ -62,7 +63,7 @@ async def handle(ctx, req):
                                  "Unable to perform excessively large batch operation.")
             added += extra
             if not req.validate_only:
-                b.add_partitions(t.name, t.count)
+                await b.add_partitions(t.name, t.count)
         except KafkaError as e:
             rows.append((t.name, e.code, e.message))
         except OSError as e:

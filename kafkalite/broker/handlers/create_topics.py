@@ -14,7 +14,9 @@
 # v5+ successes carry the partition count, replication factor (1), and every config with its
 # source; v7 the topic id (a fresh one even for validate_only, as Kafka). Like Kafka, a
 # request creating over 10000 partitions is refused (POLICY_VIOLATION). The timeout is
-# ignored: creation is synchronous.
+# ignored: the answer waits for the creation, which runs off the event loop (the partition
+# files and the metadata file, fsynced with its directory, on the log manager's metadata
+# worker), so a topic answered NONE is still there after a crash.
 from __future__ import annotations
 
 import uuid
@@ -170,7 +172,7 @@ async def handle(ctx, req):
             results.append(_success(mod, b, name, partitions, configs, uuid.uuid4()))
             continue
         try:
-            topic = b.create_topic(name, partitions, configs)
+            topic = await b.create_topic_async(name, partitions, configs)
         except KafkaError as e:
             results.append(_failure(mod, name, e.code, e.message))
         except OSError as e:

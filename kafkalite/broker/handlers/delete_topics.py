@@ -1,9 +1,10 @@
 # DeleteTopics (key 20), v1-6 (Kafka 4.0 dropped v0).
 #
 # Topics are named (v1-5 topic_names; v6 topics by name) or, from v6, given by topic id.
-# Deletion is synchronous: the metadata file goes first (the commit point), then the
-# partition directories, then Broker.delete_topic's listeners (committed offsets) run and the
-# topic leaves every fetch session. Errors follow Kafka's ControllerApis.deleteTopics: an
+# The answer waits for the deletion: the metadata file's durable unlink first (the commit
+# point), then the partition directories renamed aside (their files are removed in the
+# background), all off the event loop; then Broker.delete_topic's listeners (committed
+# offsets) run and the topic leaves every fetch session. Errors follow Kafka's ControllerApis.deleteTopics: an
 # unknown name is UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID; a name or id
 # listed twice, both or neither given, or a name whose id was also given, INVALID_REQUEST.
 # With delete.topic.enable=false every topic answers TOPIC_DELETION_DISABLED (INVALID_REQUEST
@@ -31,8 +32,8 @@ def _requested(req, version: int) -> list[tuple[str | None, uuid.UUID | None]]:
             for t in req.topics]
 
 
-def _delete(broker, topic) -> None:
-    broker.delete_topic(topic.name)
+async def _delete(broker, topic) -> None:
+    await broker.delete_topic(topic.name)
     broker.fetch_sessions.forget_topic(topic.name)
     broker.fetch_sessions.forget_topic(topic.topic_id)
 
@@ -89,7 +90,7 @@ async def handle(ctx, req):
         targets, rows = _resolve(b.logs, items)
         for topic in targets:
             try:
-                _delete(b, topic)
+                await _delete(b, topic)
             except KafkaError as e:
                 rows.append((topic.name, topic.topic_id, e.code, e.message))
             except OSError as e:

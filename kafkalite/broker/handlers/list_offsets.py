@@ -13,13 +13,15 @@
 # isolation_level=1 (read_committed, v2+): latest is the last stable offset, and an offset
 # found by timestamp (or -3) at or past it is answered as not found, as Kafka's
 # fetchOffsetForTimestamp bounds lookups by the last fetchable offset.
+# Lookups by time and -3 read segments without waiting for the disk on the event loop
+# (log/partition_lookup.py: page-cache reads at once, cold ranges through a worker thread).
 from __future__ import annotations
 
 from collections import Counter
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
-from ..build import ZERO, make, per_partition, response_module
+from ..build import ZERO, make, response_module
 from .fetch import check_leader_epoch
 from ..registry import api
 from ._storage import LogError, log_error_code
@@ -27,10 +29,10 @@ from ._storage import LogError, log_error_code
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5
 
 
-def lookup(p, timestamp: int, committed: bool = False) -> tuple[int, int]:
+async def lookup(p, timestamp: int, committed: bool = False) -> tuple[int, int]:
     """(timestamp, offset) answer for one partition."""
     if committed:
-        ts, off = lookup(p, timestamp)
+        ts, off = await lookup(p, timestamp)
         lso = p.last_stable_offset
         if timestamp == LATEST:
             return -1, lso
@@ -43,11 +45,11 @@ def lookup(p, timestamp: int, committed: bool = False) -> tuple[int, int]:
     if timestamp == EARLIEST_PENDING_UPLOAD:
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
-        hit = p.max_timestamp_offset()
+        hit = await p.max_timestamp_offset_async()
         return (hit[1], hit[0]) if hit else (-1, -1)
     if timestamp < 0:
         raise KafkaError(ErrorCode.invalid_request, f"invalid timestamp {timestamp}")
-    hit = p.offset_for_timestamp(timestamp)
+    hit = await p.offset_for_timestamp_async(timestamp)
     return (hit[1], hit[0]) if hit else (-1, -1)
 
 
@@ -59,7 +61,7 @@ async def handle(ctx, req):
     committed = getattr(req, "isolation_level", 0) == 1
     named = Counter((t.name, rp.partition_index) for t in req.topics for rp in t.partitions)
 
-    def answer(name, rp):
+    async def answer(name, rp):
         p = logs.partition(name, rp.partition_index)
         try:
             if named[name, rp.partition_index] > 1:
@@ -68,7 +70,7 @@ async def handle(ctx, req):
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
             try:
-                ts, off = lookup(p, rp.timestamp, committed)
+                ts, off = await lookup(p, rp.timestamp, committed)
             except (ValueError, IndexError) as e:  # a stored batch that does not decode
                 raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
             code, epoch = ErrorCode.none, 0 if off >= 0 else -1  # no offset: no epoch
@@ -81,6 +83,8 @@ async def handle(ctx, req):
                     error_code=code, timestamp=ts, offset=off, leader_epoch=epoch,
                     old_style_offsets=())
 
-    topics = per_partition(req.topics, "name", answer, lambda name, parts:
-                           mod.ListOffsetsTopicResponse(name=name, partitions=parts))
-    return make(response_class(2, v), throttle_time=ZERO, topics=topics)
+    topics = []
+    for t in req.topics:
+        parts = [await answer(t.name, rp) for rp in t.partitions]
+        topics.append(mod.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
+    return make(response_class(2, v), throttle_time=ZERO, topics=tuple(topics))
