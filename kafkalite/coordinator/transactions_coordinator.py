@@ -363,8 +363,14 @@ class TransactionCoordinator(TransactionQueries):
                 log.exception("Writing the markers of %r failed; will retry", txn_id)
                 return
             for tp, err in errors.items():
-                # A deleted partition needs no marker, as Kafka skips it.
-                if err in (E.none, E.unknown_topic_or_partition):
+                # A deleted partition needs no marker, as Kafka skips it. A newer
+                # coordinator epoch there can only come from an admin's WriteTxnMarkers
+                # (one broker, one coordinator epoch): retrying would never succeed.
+                if err == E.transaction_coordinator_fenced:
+                    log.warning("Marker of %r in %s fenced by a newer coordinator epoch "
+                                "(an administrative marker); not retried", txn_id, tp)
+                if err in (E.none, E.unknown_topic_or_partition,
+                           E.transaction_coordinator_fenced):
                     todo.discard(tp)
             if todo:
                 log.warning("Markers of %r not written to %s; will retry", txn_id, sorted(todo))
