@@ -18,16 +18,18 @@ from tests.helpers.real_kafka import create_topic, eventually
 from tests.integration.test_txn_coordinator_wire import Wire, find_txn_coordinator, init_ok
 from tests.integration.test_txn_log import fetch, latest, read_committed, send
 
-TS = 1_700_000_000_000
 
 
 def txn_batch(pid: int, epoch: int, seq: int, values: list[bytes]) -> bytes:
+    """Records stamped 10 minutes ago: old enough for find-hanging's candidates, young enough
+    for retention (a 2023 stamp lets retention delete the segment, moving the log start)."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
+    ts = int(time.time() * 1000) - 600_000
     bb = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
                                    producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                                    batch_size=1 << 20)
     for i, v in enumerate(values):
-        bb.append(i, timestamp=TS, key=None, value=v, headers=[])
+        bb.append(i, timestamp=ts, key=None, value=v, headers=[])
     return bytes(bb.build())
 
 
@@ -136,3 +138,23 @@ def test_markers_refused_for_older_producer_or_coordinator_epochs(hanging):
     assert write_markers(w, pid, epoch, coordinator_epoch, {topic: [0]}) == {
         (topic, 0): E.none}
     assert latest(b, topic, committed=False) == before + 1
+
+
+def test_coordinator_marker_fenced_by_an_admin_marker(hanging, kafka_broker):
+    """An admin's marker with a coordinator epoch above the coordinator's own fences the
+    coordinator's later marker there. Kafka stops sending that transaction's markers and
+    leaves it PrepareCommit until its coordinator reloads (COMPATIBILITY.md); kafkalite, one
+    coordinator that can never catch up, completes it, and the producer goes on."""
+    b, w, txn, topic, pid, epoch = hanging
+    assert write_markers(w, pid, epoch, 7, {topic: [0]}) == {(topic, 0): E.none}
+    assert producers(w, topic)[pid] == (epoch, 7, -1)
+    assert w.end(txn, pid, epoch, True) == E.none
+    state = eventually(lambda: w.describe(txn).transaction_state,
+                       lambda s: s != "PrepareCommit", timeout=3)
+    if b != kafka_broker:
+        assert state == "PrepareCommit"
+        return
+    assert state == "CompleteCommit"
+    assert producers(w, topic)[pid] == (epoch, 7, -1)  # nothing written by the coordinator
+    assert w.add(txn, pid, epoch, {topic: [0]}).results_by_topic_v3_and_below[0] \
+        .results_by_partition[0].partition_error_code == E.none
