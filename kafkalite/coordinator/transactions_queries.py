@@ -10,6 +10,15 @@ from ..wire.errors import ErrorCode as E
 from .transactions import PREPARED, Partition, TransactionMetadata, TxnState as S
 
 
+# PRODUCER_FENCED and TRANSACTION_ABORTABLE as AddPartitionsToTxnManager translates them; a
+# coordinator that cannot answer yet is NOT_ENOUGH_REPLICAS, retriable for every producer
+# (ReplicaManager's "Unable to verify the partition has been added to the transaction").
+_FOR_PRODUCE = {E.producer_fenced: E.invalid_producer_epoch,
+                E.transaction_abortable: E.invalid_txn_state,
+                E.concurrent_transactions: E.not_enough_replicas,
+                E.coordinator_load_in_progress: E.not_enough_replicas}
+
+
 class TransactionQueries:
     txns: dict[str, TransactionMetadata]
     by_pid: dict[int, TransactionMetadata]
@@ -35,7 +44,7 @@ class TransactionQueries:
 
     def verify_partition(self, producer_id: int, producer_epoch: int, topic: str,
                          partition: int) -> E:
-        """For Produce (txn_spec.md 2): NONE when the producer's ongoing transaction has
+        """For TxnOffsetCommit, by producer id (Produce uses verify_produce): NONE when the producer's ongoing transaction has
         this partition. Otherwise INVALID_PRODUCER_EPOCH for another epoch (Kafka's
         AddPartitionsToTxnManager turns the coordinator's PRODUCER_FENCED into it) and
         INVALID_TXN_STATE for a partition not added or no ongoing transaction (what Kafka 3.8
@@ -50,6 +59,16 @@ class TransactionQueries:
         if meta.state == S.ONGOING and (topic, partition) in meta.partitions:
             return E.none
         return E.invalid_txn_state
+
+    def verify_produce(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
+                       partition: int) -> E:
+        """Produce's verification as Kafka 3.8 runs it: the verify-only AddPartitionsToTxn
+        for the request's transactional id (a batch of another id's producer is
+        INVALID_PRODUCER_ID_MAPPING, measured), its answer translated as Kafka's
+        AddPartitionsToTxnManager and ReplicaManager do for producers."""
+        err = self.verify(txn_id, producer_id, producer_epoch, [(topic, partition)])
+        code = err[(topic, partition)]
+        return _FOR_PRODUCE.get(code, code)
 
     # --- describing -----------------------------------------------------------------------
 

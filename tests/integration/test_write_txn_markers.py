@@ -158,3 +158,25 @@ def test_coordinator_marker_fenced_by_an_admin_marker(hanging, kafka_broker):
     assert producers(w, topic)[pid] == (epoch, 7, -1)  # nothing written by the coordinator
     assert w.add(txn, pid, epoch, {topic: [0]}).results_by_topic_v3_and_below[0] \
         .results_by_partition[0].partition_error_code == E.none
+
+
+def test_produce_verification_asks_for_the_request_transactional_id(hanging):
+    """KIP-890 part 1 verifies a transaction's first batch in a partition for the request's
+    transactional_id, as Kafka 3.8's AddPartitionsToTxnManager: a batch of another id's
+    producer is refused with INVALID_PRODUCER_ID_MAPPING, whatever state that id is in.
+    Later batches of a transaction open in the partition are not verified, as in Kafka."""
+    b, w, txn, topic, pid, epoch = hanging
+    unknown, other = f"unknown-{topic}", f"other-{topic}"
+    # The admin's abort closes the transaction in the partition; the coordinator still
+    # holds it Ongoing with the partition.
+    assert write_markers(w, pid, epoch, -1, {topic: [0]}) == {(topic, 0): E.none}
+    nxt = txn_batch(pid, epoch, 2, [b"t3"])
+    assert produce(b, unknown, topic, nxt) == E.invalid_producer_id_mapping
+    find_txn_coordinator(w, other)
+    qid, qepoch = init_ok(w, other)
+    assert produce(b, other, topic, nxt) == E.invalid_producer_id_mapping
+    w.add(other, qid, qepoch, {topic: [0]})
+    assert produce(b, other, topic, nxt) == E.invalid_producer_id_mapping
+    assert produce(b, txn, topic, nxt) == E.none
+    assert producers(w, topic)[pid][2] == 3
+    assert produce(b, unknown, topic, txn_batch(pid, epoch, 3, [b"t4"])) == E.none
