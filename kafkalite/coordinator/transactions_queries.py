@@ -3,6 +3,7 @@
 # count. A mixin of TransactionCoordinator (its `txns`, `by_pid`, `loading`, `clock`).
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from ..clock import Clock
@@ -82,11 +83,17 @@ class TransactionQueries:
             return E.transactional_id_not_found, None
         return E.none, meta
 
-    def list(self, producer_ids: Iterable[int], states: Iterable[str], duration_ms: int = -1
+    def list(self, producer_ids: Iterable[int], states: Iterable[str], duration_ms: int = -1,
+             id_pattern: str | None = None
              ) -> tuple[E, list[TransactionMetadata], list[str]]:
-        """ListTransactions: (error, matches, unknown state names), Kafka's filters."""
+        """ListTransactions: (error, matches, unknown state names), Kafka's filters; the id
+        pattern (v2, KIP-1152) must match the whole id, "" or None matching all."""
         if self.loading:
             return E.coordinator_load_in_progress, [], []
+        try:
+            pattern = re.compile(id_pattern) if id_pattern else None
+        except re.error:
+            return E.invalid_regular_expression, [], []
         pids = set(producer_ids)
         names = list(states)
         wanted = {S.from_name(n) for n in names} - {None}
@@ -95,7 +102,8 @@ class TransactionQueries:
         out = [m for m in self.txns.values()
                if m.state != S.DEAD and (not pids or m.producer_id in pids)
                and (not names or m.state in wanted)
-               and not (duration_ms >= 0 and now - m.start_ms <= duration_ms)]
+               and not (duration_ms >= 0 and now - m.start_ms <= duration_ms)
+               and (pattern is None or pattern.fullmatch(m.transactional_id))]
         return E.none, out, unknown
 
     @property

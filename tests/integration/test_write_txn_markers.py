@@ -180,3 +180,28 @@ def test_produce_verification_asks_for_the_request_transactional_id(hanging):
     assert produce(b, txn, topic, nxt) == E.none
     assert producers(w, topic)[pid][2] == 3
     assert produce(b, unknown, topic, txn_batch(pid, epoch, 3, [b"t4"])) == E.none
+
+
+def test_list_transactions_v2_transactional_id_pattern(kafka_broker):
+    """ListTransactions v2 (KIP-1152, Kafka 4.1; Kafka 3.8 serves 0-1, so kafkalite only):
+    the pattern must match the whole id; an invalid one is INVALID_REGULAR_EXPRESSION."""
+    tag = uuid.uuid4().hex[:8]
+    ids = [f"lt2-{tag}-a", f"lt2-{tag}-b", f"other-{tag}"]
+    w = Wire(kafka_broker)
+    try:
+        for txn in ids:
+            find_txn_coordinator(w, txn)
+            init_ok(w, txn)
+
+        def listed(pattern):
+            r = w.call(66, 2, state_filters=(), producer_id_filters=(), duration_filter=-1,
+                       transactional_id_pattern=pattern)
+            return r.error_code, sorted(t.transactional_id for t in r.transaction_states
+                                        if tag in t.transactional_id)
+        assert listed(f"lt2-{tag}-.*") == (E.none, ids[:2])
+        assert listed(f"lt2-{tag}-[b]|other-{tag}") == (E.none, ids[1:])
+        assert listed(f"lt2-{tag}") == (E.none, [])  # a prefix does not match the whole id
+        assert listed(None) == listed("") == (E.none, sorted(ids))
+        assert listed("lt2-(") == (E.invalid_regular_expression, [])
+    finally:
+        w.close()
