@@ -43,12 +43,8 @@ def produce(bootstrap: str, txn: str, topic: str, records: bytes) -> int:
     req = Req(transactional_id=txn, acks=-1, timeout_ms=5000, topic_data=[
         T(name=topic, partition_data=[T.PartitionProduceData(index=0, records=records)])])
     with connect(bootstrap) as s:
-        deadline = time.monotonic() + 20
-        while True:
-            code = call(s, req).responses[0].partition_responses[0].error_code
-            if code not in (3, 6) or time.monotonic() > deadline:
-                return code
-            time.sleep(0.1)
+        return eventually(lambda: call(s, req).responses[0].partition_responses[0].error_code,
+                          lambda code: code not in (3, 6), timeout=20)
 
 
 def producers(w: Wire, topic: str) -> dict[int, tuple[int, int, int]]:
