@@ -1,4 +1,4 @@
-# Diff cases for the transaction APIs (24-26, 28, 65, 66) on transactional ids neither broker
+# Diff cases for the transaction APIs (24-28, 65, 66) on transactional ids neither broker
 # knows, so that the answers do not depend on what other suites sharing the real Kafka left
 # behind; the full protocol flow is compared in tests/integration/test_txn_coordinator_wire.py.
 from __future__ import annotations
@@ -51,3 +51,12 @@ def _(s: Side, v: int) -> Any:
 def _(s: Side, v: int) -> Any:
     return s.call(66, v, {"state_filters": ["Ongoing"], "producer_id_filters": [UNKNOWN_PID],
                           "duration_filter": -1})
+
+
+@case("write-txn-markers-unknown-partitions", 27)
+def _(s: Side, v: int) -> Any:
+    # What kafka-transactions.sh abort sends, for a partition neither broker has: nothing is
+    # written, UNKNOWN_TOPIC_OR_PARTITION. One partition: Kafka orders results by hash.
+    return s.call(27, v, {"markers": [{
+        "producer_id": UNKNOWN_PID, "producer_epoch": 0, "transaction_result": False,
+        "coordinator_epoch": -1, "topics": [{"name": DATA_TOPIC, "partition_indexes": [99]}]}]})

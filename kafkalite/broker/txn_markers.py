@@ -1,6 +1,7 @@
 # Transaction markers (txn_spec.md 1): the transaction coordinator ends a transaction by
 # appending one COMMIT or ABORT control batch to each of its partitions, as Kafka's
-# WriteTxnMarkers does on each leader (here a local append: one broker).
+# WriteTxnMarkers does on each leader (here a local append: one broker). The WriteTxnMarkers
+# handler (an admin's abort of a hanging transaction) writes through here too.
 #
 # Each marker goes through the partition's append path (offsets, indexes, roll), ends the
 # producer's ongoing transaction in the producer state (the LSO moves), and for an ABORT that
@@ -78,6 +79,15 @@ def _append_marker(broker, p, producer_id: int, epoch: int, coordinator_epoch: i
                    commit: bool, now: int) -> None:
     state = broker.producer_state(p)
     state.check_marker(producer_id, epoch)
+    entry = state.producers.get(producer_id)
+    if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+        # ProducerAppendInfo.checkCoordinatorEpoch, after the epoch check as there: a marker
+        # from a coordinator older than the last one that wrote here (a zombie, or an
+        # admin's abort naming a stale epoch).
+        raise KafkaError(ErrorCode.transaction_coordinator_fenced,
+                         f"Invalid coordinator epoch for producer {producer_id} in "
+                         f"{p.topic}-{p.partition}: {coordinator_epoch} (zombie), "
+                         f"{entry.coordinator_epoch} (current)")
     batch = build_marker(producer_id, epoch, commit, coordinator_epoch, now)
     h = parse_header(batch)
     offset = p.append(batch, h, now)

@@ -363,8 +363,16 @@ class TransactionCoordinator(TransactionQueries):
                 log.exception("Writing the markers of %r failed; will retry", txn_id)
                 return
             for tp, err in errors.items():
-                # A deleted partition needs no marker, as Kafka skips it.
-                if err in (E.none, E.unknown_topic_or_partition):
+                # A deleted partition needs no marker, as Kafka skips it. A newer producer
+                # or coordinator epoch there can only come from an admin's WriteTxnMarkers
+                # (one broker, one coordinator epoch): retrying would never succeed. Kafka
+                # stops sending this transaction's markers then and leaves it prepared until
+                # the coordinator reloads; here it is completed (no client waits forever).
+                if err in (E.invalid_producer_epoch, E.transaction_coordinator_fenced):
+                    log.warning("Marker of %r in %s refused (%s): a newer epoch written by "
+                                "an administrative marker; not retried", txn_id, tp, err.name)
+                    todo.discard(tp)
+                elif err in (E.none, E.unknown_topic_or_partition):
                     todo.discard(tp)
             if todo:
                 log.warning("Markers of %r not written to %s; will retry", txn_id, sorted(todo))

@@ -3,11 +3,21 @@
 # count. A mixin of TransactionCoordinator (its `txns`, `by_pid`, `loading`, `clock`).
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from ..clock import Clock
 from ..wire.errors import ErrorCode as E
 from .transactions import PREPARED, Partition, TransactionMetadata, TxnState as S
+
+
+# PRODUCER_FENCED and TRANSACTION_ABORTABLE as AddPartitionsToTxnManager translates them; a
+# coordinator that cannot answer yet is NOT_ENOUGH_REPLICAS, retriable for every producer
+# (ReplicaManager's "Unable to verify the partition has been added to the transaction").
+_FOR_PRODUCE = {E.producer_fenced: E.invalid_producer_epoch,
+                E.transaction_abortable: E.invalid_txn_state,
+                E.concurrent_transactions: E.not_enough_replicas,
+                E.coordinator_load_in_progress: E.not_enough_replicas}
 
 
 class TransactionQueries:
@@ -35,7 +45,7 @@ class TransactionQueries:
 
     def verify_partition(self, producer_id: int, producer_epoch: int, topic: str,
                          partition: int) -> E:
-        """For Produce (txn_spec.md 2): NONE when the producer's ongoing transaction has
+        """For TxnOffsetCommit, by producer id (Produce uses verify_produce): NONE when the producer's ongoing transaction has
         this partition. Otherwise INVALID_PRODUCER_EPOCH for another epoch (Kafka's
         AddPartitionsToTxnManager turns the coordinator's PRODUCER_FENCED into it) and
         INVALID_TXN_STATE for a partition not added or no ongoing transaction (what Kafka 3.8
@@ -51,6 +61,16 @@ class TransactionQueries:
             return E.none
         return E.invalid_txn_state
 
+    def verify_produce(self, txn_id: str, producer_id: int, producer_epoch: int, topic: str,
+                       partition: int) -> E:
+        """Produce's verification as Kafka 3.8 runs it: the verify-only AddPartitionsToTxn
+        for the request's transactional id (a batch of another id's producer is
+        INVALID_PRODUCER_ID_MAPPING, measured), its answer translated as Kafka's
+        AddPartitionsToTxnManager and ReplicaManager do for producers."""
+        err = self.verify(txn_id, producer_id, producer_epoch, [(topic, partition)])
+        code = err[(topic, partition)]
+        return _FOR_PRODUCE.get(code, code)
+
     # --- describing -----------------------------------------------------------------------
 
     def describe(self, txn_id: str) -> tuple[E, TransactionMetadata | None]:
@@ -63,11 +83,17 @@ class TransactionQueries:
             return E.transactional_id_not_found, None
         return E.none, meta
 
-    def list(self, producer_ids: Iterable[int], states: Iterable[str], duration_ms: int = -1
+    def list(self, producer_ids: Iterable[int], states: Iterable[str], duration_ms: int = -1,
+             id_pattern: str | None = None
              ) -> tuple[E, list[TransactionMetadata], list[str]]:
-        """ListTransactions: (error, matches, unknown state names), Kafka's filters."""
+        """ListTransactions: (error, matches, unknown state names), Kafka's filters; the id
+        pattern (v2, KIP-1152) must match the whole id, "" or None matching all."""
         if self.loading:
             return E.coordinator_load_in_progress, [], []
+        try:
+            pattern = re.compile(id_pattern) if id_pattern else None
+        except re.error:
+            return E.invalid_regular_expression, [], []
         pids = set(producer_ids)
         names = list(states)
         wanted = {S.from_name(n) for n in names} - {None}
@@ -76,7 +102,8 @@ class TransactionQueries:
         out = [m for m in self.txns.values()
                if m.state != S.DEAD and (not pids or m.producer_id in pids)
                and (not names or m.state in wanted)
-               and not (duration_ms >= 0 and now - m.start_ms <= duration_ms)]
+               and not (duration_ms >= 0 and now - m.start_ms <= duration_ms)
+               and (pattern is None or pattern.fullmatch(m.transactional_id))]
         return E.none, out, unknown
 
     @property

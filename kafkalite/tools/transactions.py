@@ -4,9 +4,7 @@
 #
 # abort is kafka-transactions.sh's "abort a hanging transaction" in its explicit form: an ABORT
 # marker for the named producer id/epoch written into one partition by its leader
-# (WriteTxnMarkers, coordinator epoch -1). Gap: kafkalite does not serve WriteTxnMarkers (an
-# inter-broker API), so against kafkalite abort fails with the broker's refusal; a hanging
-# transaction there is aborted by the coordinator's timeout instead.
+# (WriteTxnMarkers, coordinator epoch -1 unless given; DescribeProducers shows all three).
 from __future__ import annotations
 
 import argparse

@@ -8,7 +8,9 @@
 # Errors as Kafka 3.8: a retried EndTxn of a completed transaction NONE, of one completing
 # CONCURRENT_TRANSACTIONS, the other outcome or no transaction INVALID_TXN_STATE, another
 # epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), an unknown id/producer id
-# INVALID_PRODUCER_ID_MAPPING. Gap: v5 (Kafka 4.0's KIP-890 part 2 epoch bump) is not served.
+# INVALID_PRODUCER_ID_MAPPING. Gap: v5 (Kafka 4.0's KIP-890 part 2 epoch bump) is not served:
+# clients send it only when ApiVersions finalizes `transaction.version` >= 2, which kafkalite
+# does not advertise, so every client stays on the 3.8 protocol (COMPATIBILITY.md).
 from __future__ import annotations
 
 from ...wire.codec import response_class

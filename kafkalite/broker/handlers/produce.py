@@ -16,10 +16,13 @@
 # in a compacted topic (INVALID_RECORD), records out of the timestamp bounds
 # (INVALID_TIMESTAMP). Records are read only on compacted topics, when the batch header's
 # timestamps are out of range, or with kafkalite.produce.validate.records (record_checks.py).
-# Transactional batches (attributes bit 4) are first verified with the transaction
-# coordinator (KIP-890 part 1, as Kafka 3.8): a partition not in the producer's ongoing
-# transaction is INVALID_TXN_STATE, another epoch INVALID_PRODUCER_EPOCH, a transaction
-# being completed CONCURRENT_TRANSACTIONS; then sequence and epoch are checked as for
+# A transaction's first batch in a partition (attributes bit 4, the producer with no ongoing
+# transaction there) is first verified with the transaction coordinator (KIP-890 part 1, as
+# Kafka 3.8) for the request's transactional_id: a producer
+# id that id does not hold is INVALID_PRODUCER_ID_MAPPING, a partition not in its ongoing
+# transaction INVALID_TXN_STATE, another epoch INVALID_PRODUCER_EPOCH, a transaction being
+# completed (or the coordinator loading) NOT_ENOUGH_REPLICAS, retriable, as Kafka's
+# ReplicaManager turns CONCURRENT_TRANSACTIONS into; then sequence and epoch are checked as for
 # idempotence, and the batch opens the producer's transaction in the partition (the LSO
 # stops there until its marker). A non-transactional batch from a producer whose
 # transaction is open in the partition is INVALID_TXN_STATE, as Kafka's ProducerAppendInfo.
@@ -119,7 +122,7 @@ def legacy_response(frame: bytes, pos: int, version: int) -> bytes:
 
 
 def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
-                 version: int = 11) -> tuple:
+                 version: int = 11, txn_id: str | None = None) -> tuple:
     """Validate and append one partition's batch; returns its partition result."""
     h = validate_produce_batch(records, p.config.max_message_bytes)
     if h.compression == ZSTD and version < 7:
@@ -129,9 +132,11 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
     check_records(records, h, p.config, now, topic, idx,
                   broker.config["kafkalite.produce.validate.records"])
     transactional = h.attributes & TRANSACTIONAL_BIT
-    if transactional:
-        _verify(broker, h, topic, idx)
     state = broker.producer_state(p) if h.producer_id >= 0 else None
+    if transactional and (state is None or h.producer_id not in state.ongoing):
+        # Only a transaction's first batch in the partition is verified, as Kafka's
+        # ReplicaManager asks only when the producer has no ongoing transaction there.
+        _verify(broker, txn_id, h, topic, idx)
     if state is not None:
         dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence,
                           h.last_offset_delta)
@@ -157,14 +162,15 @@ def _has_transactional(req) -> bool:
                for td in req.topic_data for pd in td.partition_data)
 
 
-def _verify(broker, h, topic: str, idx: int) -> None:
-    """KIP-890 part 1: the partition must be in the producer's ongoing transaction."""
+def _verify(broker, txn_id: str | None, h, topic: str, idx: int) -> None:
+    """KIP-890 part 1: the partition must be in the ongoing transaction of the request's
+    transactional id, held by the batch's producer id and epoch."""
     if h.producer_id < 0:
         raise KafkaError(ErrorCode.invalid_record,
                          "a transactional batch needs a producer id")
     txns = broker.transactions
-    code = ErrorCode.invalid_txn_state if txns is None else txns.verify_partition(
-        h.producer_id, h.producer_epoch, topic, idx)
+    code = ErrorCode.invalid_txn_state if txns is None or txn_id is None else \
+        txns.verify_produce(txn_id, h.producer_id, h.producer_epoch, topic, idx)
     if code != ErrorCode.none:
         raise KafkaError(code, f"Transactional batch of producer {h.producer_id} refused "
                                f"for {topic}-{idx}")
@@ -199,7 +205,7 @@ async def handle(ctx, req):
                 continue
             try:
                 parts.append(append_batch(broker, name, p, idx, pd.records or b"", now,
-                                          ctx.api_version))
+                                          ctx.api_version, req.transactional_id))
                 touched.append(p)
             except KafkaError as e:
                 parts.append(_error_result(idx, e))
