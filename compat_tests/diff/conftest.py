@@ -87,6 +87,27 @@ def ready_coordinator(side: Side, group: str, timeout: float = 30.0) -> None:
         time.sleep(0.2)
 
 
+def ready_txn_coordinator(side: Side, timeout: float = 60.0) -> None:
+    """Kafka creates __transaction_state on the first transactional FindCoordinator and answers
+    NOT_COORDINATOR / LOAD_IN_PROGRESS / NOT_AVAILABLE until its partitions are loaded; the txn
+    cases hash their ids over all partitions, so wait until a spread of ids answers: bounded.
+    Called by the txn cases, not by prepare(): `find-coordinator-transaction`, which runs
+    earlier, pins Kafka's answer while the topic does not exist yet."""
+    ids = [f"diff-txn-ready-{i}" for i in range(24)]
+    deadline = time.monotonic() + timeout
+    while True:
+        r = side.call(10, 4, {"key_type": 1, "coordinator_keys": ids})
+        codes = {c.error_code for c in r.coordinators}
+        if codes == {0}:
+            d = side.call(65, 0, {"transactional_ids": ids})
+            codes = {t.error_code for t in d.transaction_states} - {105}  # TRANSACTIONAL_ID_NOT_FOUND
+            if not codes or codes == {0}:
+                return
+        if not codes <= {14, 15, 16} or time.monotonic() > deadline:
+            raise AssertionError(f"{side.name}: transaction coordinator not ready: {r}")
+        time.sleep(0.2)
+
+
 def prepare(side: Side) -> Side:
     create_topic(side, DATA_TOPIC, 1, {"retention.ms": "86400000"})
     create_topic(side, TWO_TOPIC, 2)
