@@ -13,8 +13,6 @@ _FEATURES = {
     "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
-    "KIP-848 consumer groups (group.protocol=consumer)": {68: "ConsumerGroupHeartbeat",
-                                                          69: "ConsumerGroupDescribe"},
     "KIP-932 share groups": {76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
                              78: "ShareFetch", 79: "ShareAcknowledge"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",

@@ -66,6 +66,18 @@ class GroupRegistry:
             return "classic"
         return None
 
+    def release_consumer_group(self, group_id: str) -> bool:
+        """Before a classic JoinGroup: an empty consumer group gives its id back to the
+        classic protocol (its offsets stay); False while it has members (Kafka 4.x without
+        online migration answers INCONSISTENT_GROUP_PROTOCOL)."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return True
+        if group.members:
+            return False
+        del self.consumer_groups[group_id]
+        return True
+
     def wall_ms(self) -> int:
         return self.clock.wall_ms()
 
