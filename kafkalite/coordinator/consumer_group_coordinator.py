@@ -232,11 +232,11 @@ class ConsumerGroupCoordinator:
         received = hb.member_epoch
         if received > member.epoch or (received < member.epoch and (
                 received != member.previous_epoch or not is_subset(hb.owned, member.assigned))):
+            side = "greater" if received > member.epoch else "smaller"
             raise HeartbeatError(
                 E.fenced_member_epoch,
-                f"The consumer group member has a {'greater' if received > member.epoch else 'smaller'} "
-                f"member epoch ({received}) than the one known by the group coordinator "
-                f"({member.epoch}). The member must abandon all its partitions and rejoin.")
+                f"The consumer group member has a {side} member epoch ({received}) than the "
+                f"one known by the group coordinator ({member.epoch}). The member must abandon all its partitions and rejoin.")
 
     @staticmethod
     def _update(member: ConsumerMember, hb: Heartbeat) -> None:
