@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable
 
+from ..wire.errors import ErrorCode
+
 from .consumer_assignors import Assignment
 
+E = ErrorCode
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
@@ -101,6 +104,32 @@ class ConsumerGroup:
                 and self.static.get(member.instance_id) == member_id:
             del self.static[member.instance_id]
         return member
+
+    def validate_commit(self, member_id: str, member_epoch: int,
+                        api_version: int) -> ErrorCode | None:
+        """ConsumerGroup.validateOffsetCommit: None when the commit may proceed."""
+        if member_epoch < 0 and not self.members:
+            return None  # admin tools and simple consumers committing to an empty group
+        member = self.members.get(member_id)
+        if member is None:
+            return E.unknown_member_id
+        if api_version < 9:
+            return E.unsupported_version
+        if member_epoch != member.epoch:
+            return E.stale_member_epoch
+        return None
+
+    def validate_fetch(self, member_id: str | None,
+                       member_epoch: int) -> ErrorCode | None:
+        """ConsumerGroup.validateOffsetFetch: admin fetches (epoch -1, no member) pass."""
+        if member_epoch < 0 and not member_id:
+            return None
+        member = self.members.get(member_id or "")
+        if member is None:
+            return E.unknown_member_id
+        if member_epoch != member.epoch:
+            return E.stale_member_epoch
+        return None
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         member_id = self.static.get(instance_id)

@@ -236,7 +236,8 @@ class ConsumerGroupCoordinator:
             raise HeartbeatError(
                 E.fenced_member_epoch,
                 f"The consumer group member has a {side} member epoch ({received}) than the "
-                f"one known by the group coordinator ({member.epoch}). The member must abandon all its partitions and rejoin.")
+                f"one known by the group coordinator ({member.epoch}). The member must "
+                "abandon all its partitions and rejoin.")
 
     @staticmethod
     def _update(member: ConsumerMember, hb: Heartbeat) -> None:
@@ -373,32 +374,6 @@ class ConsumerGroupCoordinator:
             self.fence(group, member_id)
 
     # --- what the other APIs ask ----------------------------------------------------------
-
-    def validate_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int,
-                        api_version: int) -> ErrorCode | None:
-        """ConsumerGroup.validateOffsetCommit: None when the commit may proceed."""
-        if member_epoch < 0 and not group.members:
-            return None  # admin tools and simple consumers committing to an empty group
-        member = group.members.get(member_id)
-        if member is None:
-            return E.unknown_member_id
-        if api_version < 9:
-            return E.unsupported_version
-        if member_epoch != member.epoch:
-            return E.stale_member_epoch
-        return None
-
-    def validate_fetch(self, group: ConsumerGroup, member_id: str | None,
-                       member_epoch: int) -> ErrorCode | None:
-        """ConsumerGroup.validateOffsetFetch: admin fetches (epoch -1, no member) pass."""
-        if member_epoch < 0 and not member_id:
-            return None
-        member = group.members.get(member_id or "")
-        if member is None:
-            return E.unknown_member_id
-        if member_epoch != member.epoch:
-            return E.stale_member_epoch
-        return None
 
     def delete(self, group_id: str) -> ErrorCode | None:
         """Drop an Empty consumer group (its offsets are the caller's); None if not ours."""

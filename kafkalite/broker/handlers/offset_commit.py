@@ -17,7 +17,6 @@ from ...wire.errors import ErrorCode
 from ...coordinator.groups import CommittedOffset
 from ..build import ZERO, make, response_module, to_ms
 from ..registry import api
-from .consumer_group_heartbeat import consumer_coordinator
 
 
 TP = tuple[str, int]
@@ -83,8 +82,8 @@ async def handle(ctx, req):
     if group is not None and wanted:
         # A KIP-848 group: the member epoch is checked here; the offsets go to the group's
         # member-less classic twin, which offsets.py stores like a simple consumer's.
-        err = consumer_coordinator(b).validate_commit(
-            group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
+        err = group.validate_commit(req.member_id, req.generation_id_or_member_epoch,
+                                    ctx.api_version)
         answers.update(dict.fromkeys(wanted, err) if err is not None else
                        coord.commit_offsets(req.group_id, "", None, -1, wanted))
     elif wanted:

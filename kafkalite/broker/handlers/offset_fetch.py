@@ -18,7 +18,6 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
-from .consumer_group_heartbeat import consumer_coordinator
 
 
 def _wanted(topics) -> list[tuple[str, int]] | None:
@@ -60,8 +59,7 @@ def _member_error(b, g) -> ErrorCode | None:
     group = b.groups.consumer_groups.get(g.group_id)
     if group is None:
         return None
-    return consumer_coordinator(b).validate_fetch(group, getattr(g, "member_id", None),
-                                                  getattr(g, "member_epoch", -1))
+    return group.validate_fetch(getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
 
 
 @api(9, "OffsetFetch", (1, 9))
