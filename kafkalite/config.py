@@ -141,6 +141,17 @@ BROKER_PROPS: list[Prop] = [
     Prop("group.share.max.record.lock.duration.ms", "int", 60000, _at_least(1000)),
     Prop("group.share.partition.max.record.locks", "int", 2000, _at_least(100)),
     Prop("group.share.delivery.count.limit", "int", 5, _at_least(2)),
+    # KIP-848 consumer groups (GroupCoordinatorConfig, Kafka 4.x defaults).
+    Prop("group.consumer.session.timeout.ms", "int", 45000, _at_least(1)),
+    Prop("group.consumer.min.session.timeout.ms", "int", 45000, _at_least(1)),
+    Prop("group.consumer.max.session.timeout.ms", "int", 60000, _at_least(1)),
+    Prop("group.consumer.heartbeat.interval.ms", "int", 5000, _at_least(1)),
+    Prop("group.consumer.min.heartbeat.interval.ms", "int", 5000, _at_least(1)),
+    Prop("group.consumer.max.heartbeat.interval.ms", "int", 15000, _at_least(1)),
+    Prop("group.consumer.max.size", "int", 2147483647, _at_least(1)),
+    Prop("group.consumer.assignors", "list", "uniform,range", None,
+         "Server-side assignors of consumer groups (uniform, range or Kafka's class names); "
+         "the first is the default."),
     Prop("fetch.max.bytes", "int", 57671680, _at_least(0)),
     Prop("process.roles", "list", "broker,controller"),
     Prop("inter.broker.protocol.version", "string", "3.9-IV0"),
@@ -381,6 +392,31 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+def check_consumer_group_bounds(cfg: "BrokerConfig") -> None:
+    """GroupCoordinatorConfig's cross-checks of the group.consumer.* settings."""
+    for what in ("session.timeout.ms", "heartbeat.interval.ms"):
+        value = cfg[f"group.consumer.{what}"]
+        low, high = cfg[f"group.consumer.min.{what}"], cfg[f"group.consumer.max.{what}"]
+        if high < low:
+            raise ConfigError(f"group.consumer.max.{what} must be greater than or equal to "
+                              f"group.consumer.min.{what}")
+        if value < low:
+            raise ConfigError(f"group.consumer.{what} must be greater than or equal to "
+                              f"group.consumer.min.{what}")
+        if value > high:
+            raise ConfigError(f"group.consumer.{what} must be less than or equal to "
+                              f"group.consumer.max.{what}")
+    if cfg["group.consumer.heartbeat.interval.ms"] >= cfg["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than "
+                          "group.consumer.session.timeout.ms")
+    from .coordinator.consumer_assignors import configured
+    try:
+        configured([a for a in cfg["group.consumer.assignors"].split(",") if a])
+    except ValueError as e:
+        raise ConfigError(f"Invalid value for configuration group.consumer.assignors: {e}") \
+            from None
+
+
 DEVELOPMENT_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
 
 
@@ -401,6 +437,7 @@ def load_config(path: str | None = None, sets: Iterable[str] = (),
         k, v = item.split("=", 1)
         merged[k.strip()] = v.strip()
     cfg = BrokerConfig(merged)
+    check_consumer_group_bounds(cfg)
     cfg.listener()
     if cfg["advertised.listeners"]:
         parse_listener(cfg["advertised.listeners"])

@@ -12,8 +12,6 @@ _FEATURES = {
     "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
-    "KIP-848 consumer groups (group.protocol=consumer)": {68: "ConsumerGroupHeartbeat",
-                                                          69: "ConsumerGroupDescribe"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
                                    74: "ListClientMetricsResources"},
     "replication and cluster membership (inter-broker and controller APIs)": {

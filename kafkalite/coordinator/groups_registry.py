@@ -48,8 +48,35 @@ class GroupRegistry:
         self.store = store
         self.clock = clock
         self.groups: dict[str, Group] = {}
+        # KIP-848 groups (consumer_group.py's ConsumerGroup), by id; one namespace with
+        # `groups`: the offsets of a consumer group live in a member-less classic Group of the
+        # same id (offsets.py stores and expires them unchanged), which group_type hides.
+        self.consumer_groups: dict[str, Any] = {}
         self.loading = False
         self.closed = False
+
+    def group_type(self, group_id: str) -> str | None:
+        """The one lookup of the shared group-id namespace: "consumer" (KIP-848),
+        "classic", or None when no live group has this id. Other group kinds (share groups)
+        ask it before claiming an id."""
+        if group_id in self.consumer_groups:
+            return "consumer"
+        group = self.groups.get(group_id)
+        if group is not None and group.state.value != "Dead":
+            return "classic"
+        return None
+
+    def release_consumer_group(self, group_id: str) -> bool:
+        """Before a classic JoinGroup: an empty consumer group gives its id back to the
+        classic protocol (its offsets stay); False while it has members (Kafka 4.x without
+        online migration answers INCONSISTENT_GROUP_PROTOCOL)."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return True
+        if group.members:
+            return False
+        del self.consumer_groups[group_id]
+        return True
 
     def wall_ms(self) -> int:
         return self.clock.wall_ms()

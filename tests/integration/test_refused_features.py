@@ -25,10 +25,10 @@ def _wait_for_line(bp, text: str, timeout: float = 10.0) -> str:
 
 
 def test_unserved_api_key_names_its_feature(broker_process):
-    # ConsumerGroupHeartbeat v0 (KIP-848), with a flexible header: an empty body is enough,
+    # CreateDelegationToken v2, with a flexible header: an empty body is enough,
     # the broker refuses it by key before decoding.
     with connect(broker_process.bootstrap) as s:
-        s.sendall(_frame(_header(68, 0) + b"\x00" + b"\x00" * 16))
+        s.sendall(_frame(_header(38, 2) + b"\x00" + b"\x00" * 16))
         assert is_closed(s)
-    _wait_for_line(broker_process, "ConsumerGroupHeartbeat (API key 68) is part of KIP-848 "
-                                   "consumer groups")
+    _wait_for_line(broker_process, "CreateDelegationToken (API key 38) is part of "
+                                   "delegation tokens")

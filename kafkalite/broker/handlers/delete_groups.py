@@ -2,12 +2,16 @@
 #
 # Deletes Empty groups with their committed offsets (tombstones in __consumer_offsets).
 # A group with members gets NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, as Kafka.
-# v2 is the flexible version; no behaviour changes between versions.
+# KIP-848 consumer groups likewise: an empty one is dropped with its offsets, one with
+# members gets NON_EMPTY_GROUP. v2 is the flexible version; no behaviour changes between
+# versions.
 from __future__ import annotations
 
 from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from .consumer_group_heartbeat import consumer_coordinator
 
 
 @api(42, "DeleteGroups", (0, 2))
@@ -15,6 +19,15 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(42, v)
     names = list(dict.fromkeys(req.groups_names))
-    errors = ctx.broker.groups.delete_groups(names)
+    coord = ctx.broker.groups
+    errors: dict = {}
+    for g in names:
+        if g in coord.consumer_groups and coord.check_status(g, allow_empty_id=True) is None:
+            errors[g] = consumer_coordinator(ctx.broker).delete(g)
+    rest = [g for g in names if g not in errors or errors[g] == ErrorCode.none]
+    classic = coord.delete_groups(rest) if rest else {}
+    for g, err in classic.items():
+        # A consumer group without committed offsets has no classic twin to delete.
+        errors[g] = ErrorCode.none if errors.get(g) == ErrorCode.none else err
     results = tuple(mod.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in names)
     return make(response_class(42, v), throttle_time=ZERO, results=results)

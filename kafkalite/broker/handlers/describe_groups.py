@@ -3,9 +3,11 @@
 # State, protocol type and members of each group. As Kafka's classic coordinator: a Stable
 # group also answers its protocol name and each member's metadata and assignment; in other
 # states those are empty; a group this broker does not know is answered as "Dead" with no
-# error (v6+ would say GROUP_ID_NOT_FOUND; not served). Version notes: v3+ authorized
-# operations, computed only when asked (without ACLs: READ, DESCRIBE and DELETE, Kafka's
-# bit set for a group) else Int.MIN; v4+ members' group.instance.id.
+# error (v6+ would say GROUP_ID_NOT_FOUND; not served); so is a KIP-848 consumer group, as
+# Kafka 4.x (admin clients describe those with ConsumerGroupDescribe).
+# Version notes: v3+ authorized operations, computed only when asked (without ACLs: READ,
+# DESCRIBE and DELETE, Kafka's bit set for a group) else Int.MIN; v4+ members'
+# group.instance.id.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -27,6 +29,8 @@ async def handle(ctx, req):
     out = []
     for gid in req.groups:
         err, group = coord.describe_group(gid)
+        if gid in coord.consumer_groups:
+            group = None  # a KIP-848 group is Dead to the classic API, as Kafka's
         state, ptype, pdata, members = "Dead", "", "", ()
         if err != ErrorCode.none:
             state = ""

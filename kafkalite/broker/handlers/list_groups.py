@@ -3,8 +3,8 @@
 # Every group this broker coordinates (all of them), Dead ones excluded. While the offsets
 # topic is loading the groups known so far come with COORDINATOR_LOAD_IN_PROGRESS, as Kafka.
 # Version notes: v4+ filter by state (case-insensitive) and answer each group's state; v5+
-# filter by type and answer it: every group here is "classic", so a types filter without
-# "classic" (e.g. "consumer", KIP-848 groups) matches nothing.
+# filter by type and answer it: "classic", or "consumer" for KIP-848 groups (protocol type
+# "consumer", their states Empty/Assigning/Reconciling/Stable), as Kafka 4.x.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -16,9 +16,19 @@ from ..registry import api
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(16, v)
-    err, groups = ctx.broker.groups.list_groups(
-        set(getattr(req, "states_filter", ())), set(getattr(req, "types_filter", ())))
-    listed = tuple(make(mod.ListedGroup, group_id=g.group_id,
-                        protocol_type=g.protocol_type or "", group_state=g.state.value,
-                        group_type="classic") for g in groups)
-    return make(response_class(16, v), throttle_time=ZERO, error_code=err, groups=listed)
+    coord = ctx.broker.groups
+    states = {s.lower() for s in getattr(req, "states_filter", ())}
+    types = {t.lower() for t in getattr(req, "types_filter", ())}
+    err, groups = coord.list_groups(states, set())
+    consumer = coord.consumer_groups
+    listed = [] if types and "classic" not in types else [
+        make(mod.ListedGroup, group_id=g.group_id, protocol_type=g.protocol_type or "",
+             group_state=g.state.value, group_type="classic")
+        for g in groups if g.group_id not in consumer]
+    if not coord.closed and (not types or "consumer" in types):
+        listed += [make(mod.ListedGroup, group_id=gid, protocol_type="consumer",
+                        group_state=g.state(), group_type="consumer")
+                   for gid, g in consumer.items()
+                   if not states or g.state().lower() in states]
+    return make(response_class(16, v), throttle_time=ZERO, error_code=err,
+                groups=tuple(listed))

@@ -7,7 +7,9 @@
 # as "" (Kafka's NoMetadata). Version notes: v2-4 carry retention_time (-1: the broker's
 # offsets.retention.minutes; else an explicit expiry); v6+ committed leader epoch; v7+
 # group.instance.id; v9 names the generation generation_id_or_member_epoch (the classic
-# protocol reads it as a generation). v0/v1 (ZooKeeper-era) are not served, as Kafka 4.
+# protocol reads it as a generation; a KIP-848 consumer group as the member epoch:
+# STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID, and members of such groups must use v9, else
+# UNSUPPORTED_VERSION, as Kafka). v0/v1 (ZooKeeper-era) are not served, as Kafka 4.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -76,7 +78,15 @@ async def handle(ctx, req):
     now = coord.wall_ms()
     retention = to_ms(req.retention_time) if hasattr(req, "retention_time") else -1
     order, answers, wanted = requested(b, req, now, now + retention if retention >= 0 else -1)
-    if wanted:
+    group = coord.consumer_groups.get(req.group_id)
+    if group is not None and wanted:
+        # A KIP-848 group: the member epoch is checked here; the offsets go to the group's
+        # member-less classic twin, which offsets.py stores like a simple consumer's.
+        err = group.validate_commit(req.member_id, req.generation_id_or_member_epoch,
+                                    ctx.api_version)
+        answers.update(dict.fromkeys(wanted, err) if err is not None else
+                       coord.commit_offsets(req.group_id, "", None, -1, wanted))
+    elif wanted:
         answers.update(coord.commit_offsets(
             req.group_id, req.member_id, getattr(req, "group_instance_id", None),
             req.generation_id_or_member_epoch, wanted))

@@ -10,7 +10,8 @@
 # then answers UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka (the client retries; without
 # require_stable the last committed offset is returned);
 # v8+ fetch several groups per request; v9's member id/epoch (new consumer protocol) are
-# ignored for classic groups.
+# ignored for classic groups; for a KIP-848 consumer group they are checked
+# (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; an admin fetch without member id passes).
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -52,6 +53,15 @@ def _topics(mod, topic_cls: str, part_cls: str, entries, error: ErrorCode | None
                  for n, ps in by_topic.items())
 
 
+def _member_error(b, g) -> ErrorCode | None:
+    """v9+ names the member of a consumer (KIP-848) group: UNKNOWN_MEMBER_ID or
+    STALE_MEMBER_EPOCH as Kafka's ConsumerGroup.validateOffsetFetch."""
+    group = b.groups.consumer_groups.get(g.group_id)
+    if group is None:
+        return None
+    return group.validate_fetch(getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
+
+
 @api(9, "OffsetFetch", (1, 9))
 async def handle(ctx, req):
     v = ctx.api_version
@@ -61,6 +71,11 @@ async def handle(ctx, req):
     if v >= 8:
         groups = []
         for g in req.groups:
+            err = _member_error(ctx.broker, g)
+            if err is not None:
+                groups.append(mod.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err,
+                                                           topics=()))
+                continue
             err, entries = coord.fetch_offsets(g.group_id, _wanted(g.topics))
             entries = _stable(coord, req, g.group_id, entries)
             groups.append(mod.OffsetFetchResponseGroup(

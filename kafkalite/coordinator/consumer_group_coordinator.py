@@ -1,0 +1,391 @@
+# The KIP-848 group coordinator: ConsumerGroupHeartbeat handling for `group.protocol=consumer`
+# groups, beside the classic coordinator (groups_coordinator.py), in the same group-id
+# namespace (GroupRegistry.consumer_groups / group_type), as Kafka's GroupMetadataManager.
+#
+# A heartbeat creates or updates its member (epoch 0 joins, -1 leaves, -2 is a static member
+# leaving for now), bumps the group epoch when membership, subscriptions or the partitions of
+# the subscribed topics changed, recomputes the target assignment for a new group epoch with
+# the server-side assignor (the members' most chosen ServerAssignor, else the first of
+# group.consumer.assignors), then reconciles the member (consumer_group.py). Topic changes are
+# seen at the next heartbeat of any member: no rejoin.
+#
+# Timers run on the injected clock: a member not heard from for
+# group.consumer.session.timeout.ms is fenced (removed; its partitions go back to the pool at
+# once), as is one that holds partitions to revoke past its rebalance timeout. The ids of the
+# group-id namespace: an empty classic group becomes a consumer group on the first heartbeat
+# (its committed offsets kept); a classic group with members answers GROUP_ID_NOT_FOUND (no
+# online migration: group.consumer.migration.policy=disabled in Kafka's terms).
+# Deliberate gaps: not persisted (membership restarts empty, offsets survive); the per-group
+# consumer.session.timeout.ms / consumer.heartbeat.interval.ms overrides are not applied.
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..wire.errors import ErrorCode
+from .consumer_assignors import ASSIGNORS, MemberSpec, configured
+from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup,
+                             ConsumerMember, MemberState, is_subset, reconcile)
+from .groups_registry import GroupRegistry
+
+try:  # RE2 syntax, as Kafka (KIP-848 regexes); Python's `re` where google-re2 is missing
+    import re2 as _re  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the environment
+    import re as _re
+
+log = logging.getLogger("kafkalite.coordinator")
+E = ErrorCode
+
+# name -> (partition count, internal)
+TopicsFn = Callable[[], Mapping[str, tuple[int, bool]]]
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Heartbeat:
+    """One ConsumerGroupHeartbeat request, topic ids already turned into names."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_names: tuple[str, ...] | None = None
+    subscribed_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@dataclass
+class HeartbeatAnswer:
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None = None
+
+
+class ConsumerGroupCoordinator:
+    def __init__(self, registry: GroupRegistry, config: Any, topics: TopicsFn):
+        self.registry = registry
+        self.clock = registry.clock
+        self.topics = topics
+        self.session_ms: int = config["group.consumer.session.timeout.ms"]
+        self.heartbeat_ms: int = config["group.consumer.heartbeat.interval.ms"]
+        self.max_size: int = config["group.consumer.max.size"]
+        self.assignors = configured(
+            [a for a in config["group.consumer.assignors"].split(",") if a.strip()])
+
+    @property
+    def groups(self) -> dict[str, ConsumerGroup]:
+        return self.registry.consumer_groups
+
+    # --- ConsumerGroupHeartbeat -----------------------------------------------------------
+
+    def heartbeat(self, hb: Heartbeat) -> HeartbeatAnswer:
+        """Raises HeartbeatError with Kafka's error and message."""
+        self._validate(hb)
+        err = self.registry.check_status(hb.group_id, allow_empty_id=False)
+        if err is not None:
+            raise HeartbeatError(err, "")
+        if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(hb)
+        return self._heartbeat(hb)
+
+    def _validate(self, hb: Heartbeat) -> None:
+        def bad(msg: str) -> HeartbeatError:
+            return HeartbeatError(E.invalid_request, msg)
+        if not hb.group_id:
+            raise bad("GroupId can't be empty.")
+        if not hb.member_id and (hb.version >= 1 or hb.member_epoch != 0):
+            raise bad("MemberId can't be empty.")
+        if hb.instance_id == "":
+            raise bad("InstanceId can't be empty.")
+        if hb.rack_id == "":
+            raise bad("RackId can't be empty.")
+        if hb.member_epoch == 0:
+            if hb.rebalance_timeout_ms == -1:
+                raise bad("RebalanceTimeoutMs must be provided in first request.")
+            if hb.owned is None or hb.owned:
+                raise bad("TopicPartitions must be empty when (re-)joining.")
+            if hb.subscribed_names is None and hb.subscribed_regex is None:
+                raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in "
+                          "first request.")
+        elif hb.member_epoch == STATIC_LEAVE_EPOCH and hb.instance_id is None:
+            raise bad("InstanceId can't be null.")
+        elif hb.member_epoch < STATIC_LEAVE_EPOCH:
+            raise bad("MemberEpoch is invalid.")
+        if hb.server_assignor is not None and hb.server_assignor not in self.assignors:
+            raise HeartbeatError(E.unsupported_assignor,
+                                 f"ServerAssignor {hb.server_assignor} is not supported. "
+                                 f"Supported assignors: {', '.join(self.assignors)}.")
+        if hb.subscribed_regex:
+            try:
+                _re.compile(hb.subscribed_regex)
+            except Exception as e:  # re.error / re2.error
+                raise HeartbeatError(E.invalid_regular_expression,
+                                     f"SubscribedTopicRegex `{hb.subscribed_regex}` is not a "
+                                     f"valid regular expression: {e}.") from None
+
+    def _group(self, group_id: str, create: bool) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        classic = self.registry.groups.get(group_id)
+        if classic is not None and classic.members:
+            raise HeartbeatError(E.group_id_not_found,
+                                 f"Group {group_id} is not a consumer group.")
+        if not create:
+            raise HeartbeatError(E.group_id_not_found, f"Group {group_id} not found.")
+        group = ConsumerGroup(group_id)
+        self.groups[group_id] = group
+        return group
+
+    def _heartbeat(self, hb: Heartbeat) -> HeartbeatAnswer:
+        joining = hb.member_epoch == 0
+        group = self._group(hb.group_id, create=joining)
+        member_id = hb.member_id or str(uuid.uuid4())
+        if len(group.members) >= self.max_size and member_id not in group.members:
+            raise HeartbeatError(E.group_max_size_reached,
+                                 "The consumer group has reached its maximum capacity of "
+                                 f"{self.max_size} members.")
+        replaced: ConsumerMember | None = None
+        if hb.instance_id is None:
+            member = self._member(group, member_id, joining)
+            self._check_epoch(member, hb)
+        else:
+            member = group.static_member(hb.instance_id)
+            if joining and member is not None and member.member_id != member_id:
+                if member.epoch != STATIC_LEAVE_EPOCH:
+                    raise HeartbeatError(
+                        E.unreleased_instance_id,
+                        f"Static member {member_id} with instance id {hb.instance_id} cannot "
+                        f"join the group because the instance id is owned by "
+                        f"{member.member_id} member.")
+                replaced = member
+                member = ConsumerMember(member_id, assigned=dict(replaced.assigned))
+                replaced_target = group.target.get(replaced.member_id, {})
+            elif joining and member is None:
+                member = self._member(group, member_id, True)
+            else:
+                if member is None:
+                    raise HeartbeatError(E.unknown_member_id,
+                                         f"Instance id {hb.instance_id} is unknown.")
+                if member.member_id != member_id:
+                    raise HeartbeatError(
+                        E.fenced_instance_id,
+                        f"Static member {member_id} with instance id {hb.instance_id} was "
+                        f"fenced by member {member.member_id}.")
+                self._check_epoch(member, hb)
+        before = (member.subscribed_names, member.subscribed_regex)
+        new = member.member_id not in group.members
+        self._update(member, hb)
+        if replaced is not None:
+            self._cancel(replaced)
+            group.remove(replaced.member_id)
+            group.target[member.member_id] = dict(replaced_target)
+            log.info("Consumer group %s: static member %s (instance %s) replaces %s",
+                     group.group_id, member.member_id, hb.instance_id, replaced.member_id)
+        group.add(member)
+        bump = new or before != (member.subscribed_names, member.subscribed_regex)
+        if new and replaced is None:
+            log.info("Consumer group %s: member %s joins", group.group_id, member.member_id)
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump and replaced is None:
+            group.epoch += 1
+        if group.epoch > group.assignment_epoch:
+            self._assign(group)
+        old_assigned = member.assigned
+        if reconcile(group, member, hb.owned):
+            self._on_reconciled(group, member)
+        self._schedule_session(group, member)
+        show = hb.owned is not None or joining or member.assigned != old_assigned
+        return HeartbeatAnswer(member.member_id, member.epoch, self.heartbeat_ms,
+                               dict(member.assigned) if show else None)
+
+    @staticmethod
+    def _member(group: ConsumerGroup, member_id: str, create: bool) -> ConsumerMember:
+        member = group.members.get(member_id)
+        if member is not None:
+            return member
+        if not create:
+            raise HeartbeatError(E.unknown_member_id,
+                                 f"Member {member_id} is not a member of group "
+                                 f"{group.group_id}.")
+        return ConsumerMember(member_id)
+
+    @staticmethod
+    def _check_epoch(member: ConsumerMember, hb: Heartbeat) -> None:
+        received = hb.member_epoch
+        if received > member.epoch or (received < member.epoch and (
+                received != member.previous_epoch or not is_subset(hb.owned, member.assigned))):
+            side = "greater" if received > member.epoch else "smaller"
+            raise HeartbeatError(
+                E.fenced_member_epoch,
+                f"The consumer group member has a {side} member epoch ({received}) than the "
+                f"one known by the group coordinator ({member.epoch}). The member must "
+                "abandon all its partitions and rejoin.")
+
+    @staticmethod
+    def _update(member: ConsumerMember, hb: Heartbeat) -> None:
+        if hb.instance_id is not None:
+            member.instance_id = hb.instance_id
+        if hb.rack_id is not None:
+            member.rack_id = hb.rack_id
+        if hb.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = hb.rebalance_timeout_ms
+        if hb.server_assignor is not None:
+            member.server_assignor = hb.server_assignor
+        if hb.subscribed_names is not None:
+            member.subscribed_names = tuple(sorted(set(hb.subscribed_names)))
+        if hb.subscribed_regex is not None:
+            member.subscribed_regex = hb.subscribed_regex or None
+        member.client_id, member.client_host = hb.client_id, hb.client_host
+
+    # --- subscriptions and the target assignment ------------------------------------------
+
+    def subscribed_topics(self, member: ConsumerMember,
+                          topics: Mapping[str, tuple[int, bool]]) -> frozenset[str]:
+        """The existing topics a member is subscribed to: by name, or matched in full by its
+        regex (internal topics excepted, as Kafka)."""
+        names = {n for n in member.subscribed_names if n in topics}
+        if member.subscribed_regex:
+            pattern = _re.compile(member.subscribed_regex)
+            names.update(n for n, (_, internal) in topics.items()
+                         if not internal and pattern.fullmatch(n))
+        return frozenset(names)
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
+        topics = self.topics()
+        out: dict[str, int] = {}
+        for m in group.members.values():
+            for t in self.subscribed_topics(m, topics):
+                out[t] = topics[t][0]
+        return out
+
+    def _assignor(self, group: ConsumerGroup) -> str:
+        chosen = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        if chosen:
+            return max(sorted(chosen), key=lambda name: chosen[name])
+        return self.assignors[0]
+
+    def _assign(self, group: ConsumerGroup) -> None:
+        topics = self.topics()
+        specs = {mid: MemberSpec(self.subscribed_topics(m, topics), group.target.get(mid, {}))
+                 for mid, m in group.members.items()}
+        name = self._assignor(group)
+        group.target = ASSIGNORS[name](specs, group.subscription_metadata)
+        group.assignor = name
+        group.assignment_epoch = group.epoch
+        log.info("Consumer group %s: target assignment for epoch %d by %s: %s", group.group_id,
+                 group.epoch, name, {m: {t: sorted(ps) for t, ps in a.items()}
+                                     for m, a in group.target.items()})
+
+    def _on_reconciled(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        if member.rebalance_timer is not None:
+            member.rebalance_timer.cancel()
+            member.rebalance_timer = None
+        if member.state == MemberState.UNREVOKED_PARTITIONS and member.rebalance_timeout_ms > 0:
+            member.rebalance_timer = self.clock.call_later(
+                member.rebalance_timeout_ms, self._rebalance_expired, group, member.member_id,
+                member.epoch)
+
+    # --- leaving and fencing --------------------------------------------------------------
+
+    def _leave(self, hb: Heartbeat) -> HeartbeatAnswer:
+        group = self._group(hb.group_id, create=False)
+        if hb.instance_id is None:
+            member = self._member(group, hb.member_id, False)
+        else:
+            member = group.static_member(hb.instance_id)
+            if member is None:
+                raise HeartbeatError(E.unknown_member_id,
+                                     f"Instance id {hb.instance_id} is unknown.")
+            if member.member_id != hb.member_id:
+                raise HeartbeatError(
+                    E.fenced_instance_id,
+                    f"Static member {hb.member_id} with instance id {hb.instance_id} was "
+                    f"fenced by member {member.member_id}.")
+        if hb.member_epoch == STATIC_LEAVE_EPOCH:
+            # Kept with its assignment until its session expires, for its instance to return.
+            log.info("Consumer group %s: static member %s left for now", group.group_id,
+                     member.member_id)
+            member.epoch, member.revoking = STATIC_LEAVE_EPOCH, {}
+        else:
+            log.info("Consumer group %s: member %s leaves", group.group_id, member.member_id)
+            self.fence(group, member.member_id)
+        return HeartbeatAnswer(hb.member_id, hb.member_epoch, 0, None)
+
+    def fence(self, group: ConsumerGroup, member_id: str) -> None:
+        """Remove a member: its partitions are free at once, the group epoch moves on and the
+        others get the new target at their next heartbeat."""
+        member = group.remove(member_id)
+        if member is None:
+            return
+        self._cancel(member)
+        group.subscription_metadata = self._subscription_metadata(group)
+        group.epoch += 1
+        if group.members:
+            self._assign(group)
+
+    @staticmethod
+    def _cancel(member: ConsumerMember) -> None:
+        for timer in (member.session_timer, member.rebalance_timer):
+            if timer is not None:
+                timer.cancel()
+        member.session_timer = member.rebalance_timer = None
+
+    def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+        member.session_timer = self.clock.call_later(
+            self.session_ms, self._session_expired, group, member.member_id)
+
+    def _current(self, group: ConsumerGroup, member_id: str) -> ConsumerMember | None:
+        if self.groups.get(group.group_id) is not group:
+            return None
+        return group.members.get(member_id)
+
+    def _session_expired(self, group: ConsumerGroup, member_id: str) -> None:
+        if self._current(group, member_id) is not None:
+            log.info("Consumer group %s: member %s fenced, its session expired",
+                     group.group_id, member_id)
+            self.fence(group, member_id)
+
+    def _rebalance_expired(self, group: ConsumerGroup, member_id: str, epoch: int) -> None:
+        member = self._current(group, member_id)
+        if member is not None and member.epoch == epoch \
+                and member.state == MemberState.UNREVOKED_PARTITIONS:
+            log.info("Consumer group %s: member %s fenced, it did not revoke its partitions "
+                     "within %d ms", group.group_id, member_id, member.rebalance_timeout_ms)
+            self.fence(group, member_id)
+
+    # --- what the other APIs ask ----------------------------------------------------------
+
+    def delete(self, group_id: str) -> ErrorCode | None:
+        """Drop an Empty consumer group (its offsets are the caller's); None if not ours."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if group.members:
+            return E.non_empty_group
+        del self.groups[group_id]
+        return E.none
+
+    def close(self) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._cancel(member)
