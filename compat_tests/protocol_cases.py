@@ -339,8 +339,11 @@ def api_versions(ctx: Ctx, conn: Conn, v: int) -> None:
 
 @check(22)
 def init_producer_id(ctx: Ctx, conn: Conn, v: int) -> None:
-    resp = conn.call(22, v, {"transactional_id": None, "transaction_timeout_ms": 60000,
-                             "producer_id": -1, "producer_epoch": -1})
+    # A fresh Kafka answers LOAD_IN_PROGRESS until it holds a block of producer ids.
+    resp = ctx.retry_coordinator(
+        lambda: conn.call(22, v, {"transactional_id": None, "transaction_timeout_ms": 60000,
+                                  "producer_id": -1, "producer_epoch": -1}),
+        lambda r: r.error_code)
     assert resp.error_code == NONE, resp
     assert resp.producer_id >= 0 and resp.producer_epoch >= 0, resp
     seen = ctx.__dict__.setdefault("producer_ids", set())

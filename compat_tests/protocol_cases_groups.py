@@ -94,14 +94,19 @@ def commit(conn: Conn, v: int, group: str, topic: str, offset: int) -> Any:
              "commit_timestamp": -1, "committed_metadata": COMMIT_METADATA}]}]})
 
 
+def _commit_code(r: Any) -> int:
+    return r.topics[0].partitions[0].error_code
+
+
 def committed_group(ctx: Ctx) -> str:
     """A group holding offset 1 (with metadata) for the data topic's partition 0."""
     def make() -> str:
         group = unique("committed")
         find_coordinator(ctx, group)
         with ctx.target.conn() as c:
-            r = commit(c, ctx.target.version(8), group, ctx.data_topic, 1)
-        assert r.topics[0].partitions[0].error_code == NONE, r
+            r = ctx.retry_coordinator(lambda: commit(c, ctx.target.version(8), group,
+                                                     ctx.data_topic, 1), _commit_code)
+        assert _commit_code(r) == NONE, r
         return group
     return ctx.once("committed_group", make)
 
@@ -110,7 +115,9 @@ def committed_group(ctx: Ctx) -> str:
 def offset_commit(ctx: Ctx, conn: Conn, v: int) -> None:
     group = unique("commit")
     find_coordinator(ctx, group)
-    resp = commit(conn, v, group, ctx.data_topic, 2)
+    # The group's __consumer_offsets partition may still be loading on Kafka after
+    # FindCoordinator answered: NOT_COORDINATOR / LOAD_IN_PROGRESS, retried as clients do.
+    resp = ctx.retry_coordinator(lambda: commit(conn, v, group, ctx.data_topic, 2), _commit_code)
     tr = resp.topics[0]
     assert tr.name == ctx.data_topic
     code = tr.partitions[0].error_code
