@@ -141,6 +141,11 @@ BROKER_PROPS: list[Prop] = [
     Prop("group.share.max.record.lock.duration.ms", "int", 60000, _at_least(1000)),
     Prop("group.share.partition.max.record.locks", "int", 2000, _at_least(100)),
     Prop("group.share.delivery.count.limit", "int", 5, _at_least(2)),
+    # KIP-932's share coordinator (ShareCoordinatorConfig, Kafka 4.1 defaults).
+    Prop("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
+    Prop("share.coordinator.state.topic.segment.bytes", "int", 104857600, _at_least(1)),
+    Prop("share.coordinator.snapshot.update.records.per.snapshot", "int", 500,
+         _at_least(0)),
     Prop("fetch.max.bytes", "int", 57671680, _at_least(0)),
     Prop("process.roles", "list", "broker,controller"),
     Prop("inter.broker.protocol.version", "string", "3.9-IV0"),

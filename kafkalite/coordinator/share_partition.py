@@ -229,15 +229,15 @@ class SharePartition:
 
     # --- durable state (Kafka's ShareSnapshot: state batches) -----------------------------
 
-    def snapshot(self) -> dict:
-        """The state to persist: SPSO, end and the in-flight spans, ACQUIRED written as
-        AVAILABLE (a lock does not outlive the broker, as in Kafka)."""
-        return {"start": self.start, "end": self.end,
-                "spans": [[s.first, s.last, AVAILABLE if s.state == ACQUIRED else s.state,
-                           s.count] for s in self.spans]}
+    def snapshot(self) -> tuple[int, list[tuple[int, int, int, int]]]:
+        """The state to persist: SPSO and the in-flight spans as (first, last, state,
+        delivery count), ACQUIRED written as AVAILABLE (a lock does not outlive the broker,
+        as in Kafka)."""
+        return self.start, [(s.first, s.last, AVAILABLE if s.state == ACQUIRED else s.state,
+                             s.count) for s in self.spans]
 
-    def restore(self, snap: dict) -> None:
-        self.start, self.end = int(snap["start"]), int(snap["end"])
-        self.spans = [Span(int(f), int(last), int(st), int(c))
-                      for f, last, st, c in snap["spans"]]
+    def restore(self, start: int, spans: list[tuple[int, int, int, int]]) -> None:
+        self.start = start
+        self.spans = [Span(f, last, st, c) for f, last, st, c in spans if last >= start]
+        self.end = max(start, self.spans[-1].last + 1 if self.spans else start)
         self._advance()

@@ -105,7 +105,7 @@ def test_snapshot_turns_locks_into_available():
     sp.acquire("a", [(0, 4), (5, 9)], 10)
     sp.acknowledge("a", [(0, 4, (ACCEPT,))])
     back = part(FakeClock())
-    back.restore(sp.snapshot())
+    back.restore(*sp.snapshot())
     assert (back.start, back.end) == (5, 10)
     assert back.state_of(5) == (AVAILABLE, 1)
 

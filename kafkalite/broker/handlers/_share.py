@@ -3,10 +3,11 @@
 # the check that a group id is not already a classic/consumer group. Not an API handler.
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ...coordinator.share_state import ShareCoordinator
+from ...coordinator.share_state_log import ShareStateLog
+from ...coordinator.share_store import ShareStore
 from ...wire.errors import ErrorCode as E
 from ._configs import group_store
 
@@ -37,10 +38,36 @@ def share_coordinator(broker) -> ShareCoordinator:
             return None if t is None else len(t.partitions)
 
         sc = ShareCoordinator(broker.clock, broker.config, group_config, offsets,
-                              partitions_of, os.path.join(broker.logs.data_dir, ".kafkalite"))
+                              partitions_of, share_store(broker))
         broker.share_groups = sc
         broker.topic_deleted_listeners.append(sc.topic_deleted)
     return sc
+
+
+def share_store(broker) -> ShareStore:
+    """__share_group_state for the broker's share coordinator; a write is durable as an
+    acks=all produce is (fsynced under kafkalite.fsync.before.ack)."""
+    cfg = broker.config
+    state_log = ShareStateLog(broker.logs, broker.create_topic,
+                              cfg["share.coordinator.state.topic.num.partitions"],
+                              cfg["share.coordinator.state.topic.segment.bytes"],
+                              broker.notifier.notify)
+
+    def topic_id_of(name: str):
+        t = broker.logs.topics.get(name)
+        return None if t is None else t.topic_id
+
+    def topic_name_of(topic_id) -> str | None:
+        t = broker.logs.by_id.get(topic_id)
+        return None if t is None else t.name
+
+    async def durable(partitions: set[int]) -> None:
+        if cfg["kafkalite.fsync.before.ack"]:
+            t = state_log.topic()
+            await broker.sync([t.partitions[i] for i in partitions])
+
+    return ShareStore(state_log, topic_id_of, topic_name_of, durable,
+                      cfg["share.coordinator.snapshot.update.records.per.snapshot"])
 
 
 def other_group_type(broker, group_id: str) -> str | None:

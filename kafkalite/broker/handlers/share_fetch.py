@@ -124,6 +124,9 @@ async def handle(ctx, req):
                     E.unknown_topic_id if topic is None else E.unknown_topic_or_partition)
             elif epoch != FINAL_EPOCH:
                 session.partitions[(topic.name, p.partition_index)] = None
+    if epoch != FINAL_EPOCH:
+        for topic_name, idx in session.partitions:  # initialised (and written) on first use
+            sc.partition(req.group_id, topic_name, idx)
     acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics)
     await sc.persist()  # acknowledged means durable (share_state.py)
 
