@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...coordinator.group_configs import PROPS
 from ...coordinator.share_state import ShareCoordinator
 from ...coordinator.share_state_log import ShareStateLog
 from ...coordinator.share_store import ShareStore
@@ -27,7 +28,7 @@ def share_coordinator(broker) -> ShareCoordinator:
             if value is not None:
                 return value
             setting = _BROKER_DEFAULTS.get(name)
-            return broker.config[setting] if setting else "latest"
+            return broker.config[setting] if setting else PROPS[name].default
 
         def offsets(topic: str, partition: int) -> tuple[int, int] | None:
             p = broker.logs.partition(topic, partition)
