@@ -19,6 +19,7 @@ import logging
 from typing import Any, Callable
 
 from ..clock import Clock
+from ..wire.errors import ErrorCode as E
 from .share_group import ShareGroups
 from .share_partition import SharePartition
 from .share_sessions import ShareSessions
@@ -109,6 +110,78 @@ class ShareCoordinator:
         if self.store is not None:
             self.store.forget(lambda k: k[1] == topic)
         self.sessions.forget_topic(topic)
+
+    # --- the group coordinator's view (ListGroups, DescribeGroups, DeleteGroups, JoinGroup,
+    # ConsumerGroupHeartbeat refuse or list share groups through these) --------------------
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether `group_id` is a share group (members, or share-partition state)."""
+        return group_id in self.groups.groups or any(
+            k[0] == group_id for k in self._state_keys())
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of every share group: "Stable" with members, else "Empty"."""
+        ids = set(self.groups.groups) | {k[0] for k in self._state_keys()}
+        return [(g, self.groups.groups[g].state if g in self.groups.groups else "Empty")
+                for g in sorted(ids)]
+
+    def is_empty(self, group_id: str) -> bool:
+        g = self.groups.groups.get(group_id)
+        return g is None or not g.members
+
+    async def delete_group(self, group_id: str) -> E:
+        """DeleteGroups on a share group: NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND
+        when unknown, else the group and its share-partition state are gone."""
+        if not self.has_group(group_id):
+            return E.group_id_not_found
+        if not self.is_empty(group_id):
+            return E.non_empty_group
+        self.groups.groups.pop(group_id, None)
+        await self.delete_state(lambda k: k[0] == group_id)
+        return E.none
+
+    def _state_keys(self) -> set[PKey]:
+        keys = set(self.partitions)
+        if self.store is not None:
+            keys |= set(self.store.state)
+        return keys
+
+    # --- share-group offsets (DescribeShareGroupOffsets, Alter…, Delete…) -----------------
+
+    def start_offsets(self, group_id: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """{(topic, partition): (start offset, records delivered-complete past it)}."""
+        out = {}
+        for key in self._state_keys():
+            if key[0] != group_id:
+                continue
+            sp = self.partitions.get(key)
+            if sp is not None:
+                start, spans = sp.snapshot()
+            else:
+                saved = self.store.state[key]
+                start, spans = saved.start, saved.spans
+            done = sum(last - f + 1 for f, last, st, _c in spans if st in (2, 4))
+            out[(key[1], key[2])] = (start, done)
+        return out
+
+    async def reset_start(self, group_id: str, topic: str, partition: int, topic_id: Any,
+                          start: int) -> None:
+        """AlterShareGroupOffsets: the share-partition starts over at `start`."""
+        key = (group_id, topic, partition)
+        self.partitions.pop(key, None)
+        self.dirty.pop(key, None)
+        if self.store is not None:
+            await self.store.initialize(key, topic_id, start, self.clock.wall_ms())
+        else:
+            self.partition(group_id, topic, partition)
+
+    async def delete_state(self, drop: Callable[[PKey], bool]) -> None:
+        keys = [k for k in self._state_keys() if drop(k)]
+        for k in keys:
+            self.partitions.pop(k, None)
+            self.dirty.pop(k, None)
+        if self.store is not None:
+            await self.store.delete(keys, self.clock.wall_ms())
 
     def close(self) -> None:
         self.groups.close()

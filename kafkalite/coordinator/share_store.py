@@ -150,6 +150,37 @@ class ShareStore:
         if needed:
             self.log.prune(partition, min(needed))
 
+    async def initialize(self, pkey: PKey, topic_id: uuid.UUID, start: int, now_ms: int
+                         ) -> None:
+        """Start a share-partition afresh at `start` (AlterShareGroupOffsets): a snapshot
+        with the next state epoch, as Kafka's InitializeShareGroupState writes."""
+        cur = self.state.get(pkey)
+        nxt = Persisted(topic_id, self.log.partition_of(pkey[0], topic_id, pkey[2]), start,
+                        [], 0 if cur is None else cur.snapshot_epoch + 1,
+                        0 if cur is None else cur.state_epoch + 1, create_ms=now_ms)
+        rec = ShareRecord(SNAPSHOT, nxt.snapshot_epoch, start, [], nxt.state_epoch, now_ms,
+                          now_ms)
+        nxt.snapshot_offset = self.log.append_to(nxt.partition, [(
+            encode_key(SNAPSHOT, pkey[0], topic_id, pkey[2]), encode_value(rec))], now_ms)
+        self.state[pkey] = nxt
+        self._prune(nxt.partition)
+        await self.durable({nxt.partition})
+
+    async def delete(self, pkeys: list[PKey], now_ms: int) -> None:
+        """Forget share-partitions' state (DeleteShareGroupOffsets, DeleteGroups): a
+        tombstone per key, so that replay drops what came before."""
+        by_partition: dict[int, list] = {}
+        for pkey in pkeys:
+            cur = self.state.pop(pkey, None)
+            if cur is not None:
+                by_partition.setdefault(cur.partition, []).append(
+                    (encode_key(SNAPSHOT, pkey[0], cur.topic_id, pkey[2]), None))
+        for partition, records in by_partition.items():
+            self.log.append_to(partition, records, now_ms)
+            self._prune(partition)
+        if by_partition:
+            await self.durable(set(by_partition))
+
     def forget(self, drop: Callable[[PKey], bool]) -> None:
         """Stop tracking share-partitions (their topic was deleted: replay skips them)."""
         for pkey in [k for k in self.state if drop(k)]:

@@ -146,3 +146,17 @@ def test_delta_is_what_overlay_needs():
     assert d == [(40, 49, ACKNOWLEDGED, 1), (100, 109, AVAILABLE, 1)]
     assert overlay(old, d) == [(10, 39, AVAILABLE, 1), (40, 49, ACKNOWLEDGED, 1),
                                (50, 99, AVAILABLE, 1), (100, 109, AVAILABLE, 1)]
+
+
+def test_group_view_for_the_group_coordinator(tmp_path):
+    h = Harness(tmp_path)
+    h.sc.groups.heartbeat("live", "m1", 0, None, ("t",))
+    h.sc.partition("idle", "t", 0).acquire("m", [(0, 4)], 10)
+    persist(h.sc)
+    assert h.sc.list_groups() == [("idle", "Empty"), ("live", "Stable")]
+    assert h.sc.has_group("idle") and not h.sc.has_group("nope")
+    assert asyncio.run(h.sc.delete_group("live")).name == "non_empty_group"
+    assert asyncio.run(h.sc.delete_group("nope")).name == "group_id_not_found"
+    assert asyncio.run(h.sc.delete_group("idle")).name == "none"
+    h.restart()
+    assert h.sc.list_groups() == [], "the deletion (a tombstone) survives a restart"
