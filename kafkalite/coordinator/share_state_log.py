@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..wire.primitives import read_uvarint, uvarint
 from .offsets_log import OffsetsLog, partition_for
 
 TOPIC = "__share_group_state"
@@ -66,18 +67,9 @@ def decode_key(data: bytes) -> tuple[int, str, uuid.UUID, int] | None:
     return kind, data[4:4 + n].decode(), uuid.UUID(bytes=tid), partition
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _batches(batches: list[StateBatch]) -> bytes:
     # A compact array (length + 1), each element with its (empty) tagged fields.
-    return _uvarint(len(batches) + 1) + b"".join(
+    return uvarint(len(batches) + 1) + b"".join(
         _BATCH.pack(f, last, st, c) + b"\x00" for f, last, st, c in batches) + b"\x00"
 
 
@@ -101,14 +93,7 @@ def decode_value(kind: int, data: bytes) -> ShareRecord:
         _, epoch, _, start = _UPDATE_HEAD.unpack_from(data)
         state_epoch = created = written = 0
         pos = _UPDATE_HEAD.size
-    n, shift = 0, 0
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            break
+    n, pos = read_uvarint(data, pos)
     batches = []
     for _ in range(n - 1):
         batches.append(_BATCH.unpack_from(data, pos))

@@ -89,6 +89,19 @@ def not_share_group_error(group_id: str) -> tuple[E, str]:
     return E.group_id_not_found, f"Group {group_id} is not a share group."
 
 
+def offsets_refusal(broker, sc: ShareCoordinator, group_id: str, must_exist: bool
+                    ) -> tuple[E, str] | None:
+    """Why Alter/DeleteShareGroupOffsets must refuse the group (top-level error), if so:
+    another group type's id, an unknown group (when `must_exist`), members present."""
+    if other_group_type(broker, group_id) is not None:
+        return not_share_group_error(group_id)
+    if must_exist and not sc.has_group(group_id):
+        return E.group_id_not_found, f"Group {group_id} not found."
+    if not sc.is_empty(group_id):
+        return E.non_empty_group, "The group is not empty."
+    return None
+
+
 def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics
                ) -> dict[tuple[Any, int], tuple[E, str | None]]:
     """Apply the acknowledgement batches of ShareFetch/ShareAcknowledge topics; returns

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ._share import not_share_group_error, other_group_type, share_coordinator
+from ._share import offsets_refusal, share_coordinator
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))
@@ -21,14 +21,10 @@ async def handle(ctx, req):
     sc = share_coordinator(broker)
     gid = req.group_id
 
-    def top(code: E, msg: str):
-        return make(mod.AlterShareGroupOffsetsResponse, throttle_time=ZERO, error_code=code,
-                    error_message=msg, responses=())
-
-    if other_group_type(broker, gid) is not None:
-        return top(*not_share_group_error(gid))
-    if not sc.is_empty(gid):
-        return top(E.non_empty_group, "The group is not empty.")
+    refusal = offsets_refusal(broker, sc, gid, must_exist=False)
+    if refusal is not None:
+        return make(mod.AlterShareGroupOffsetsResponse, throttle_time=ZERO, error_code=refusal[0],
+                    error_message=refusal[1], responses=())
     out = []
     for t in req.topics:
         topic = broker.logs.topics.get(t.topic_name)
