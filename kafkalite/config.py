@@ -152,6 +152,11 @@ BROKER_PROPS: list[Prop] = [
     Prop("group.consumer.assignors", "list", "uniform,range", None,
          "Server-side assignors of consumer groups (uniform, range or Kafka's class names); "
          "the first is the default."),
+    # KIP-932's share coordinator (ShareCoordinatorConfig, Kafka 4.1 defaults).
+    Prop("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
+    Prop("share.coordinator.state.topic.segment.bytes", "int", 104857600, _at_least(1)),
+    Prop("share.coordinator.snapshot.update.records.per.snapshot", "int", 500,
+         _at_least(0)),
     Prop("fetch.max.bytes", "int", 57671680, _at_least(0)),
     Prop("process.roles", "list", "broker,controller"),
     Prop("inter.broker.protocol.version", "string", "3.9-IV0"),

@@ -216,6 +216,9 @@ class Broker:
             return groups.store.ensure_topic()
         if name == "__transaction_state" and self.transactions is not None:
             return self.transactions.log.ensure_topic()
+        if name == "__share_group_state":  # KIP-932's, created as Kafka 4.x does
+            from .handlers._share import share_coordinator
+            return share_coordinator(self).store.log.ensure_topic()
         if not self.config["auto.create.topics.enable"]:
             return None
         return self.create_topic(name, self.config["num.partitions"])

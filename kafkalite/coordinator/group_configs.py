@@ -40,6 +40,12 @@ PROPS: dict[str, GroupProp] = {p.name: p for p in (
               "The timeout to detect client failures when using the consumer group protocol."),
     GroupProp("share.auto.offset.reset", "string", "latest", None, ("latest", "earliest"),
               "The strategy to initialize the share-partition start offset."),
+    GroupProp("share.isolation.level", "string", "read_uncommitted", None,
+              ("read_committed", "read_uncommitted"),
+              "Controls how to read records written transactionally. If set to "
+              "\"read_committed\", the share group will only deliver transactional records "
+              "which have been committed. If set to \"read_uncommitted\", the share group "
+              "will deliver all transactional records, including aborted ones."),
     GroupProp("share.heartbeat.interval.ms", "int", 5000, 1, (),
               "The heartbeat interval given to the members of a share group."),
     GroupProp("share.record.lock.duration.ms", "int", 30000, 1000, (),

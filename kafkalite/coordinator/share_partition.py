@@ -55,6 +55,7 @@ class SharePartition:
         self.spans: list[Span] = []
         self.limits = limits
         self.on_change = on_change
+        self._archived_now = False
 
     # --- queries --------------------------------------------------------------------------
 
@@ -80,9 +81,10 @@ class SharePartition:
 
     # --- acquisition ----------------------------------------------------------------------
 
-    def acquire(self, member: str, batches: Iterable[tuple[int, int]], max_records: int
+    def acquire(self, member: str, batches: Iterable[tuple[int, ...]], max_records: int
                 ) -> list[tuple[int, int, int]]:
-        """Acquire for `member` from the log's batches [(base offset, last offset)] read
+        """Acquire for `member` from the log's batches [(base offset, last offset[, aborted])]
+        (an aborted transaction's batch is archived, never acquired) read
         from next_fetch_offset(): AVAILABLE in-flight records first, then whole new
         batches past `end` while the window has room; at least one batch, then stopping
         once `max_records` are acquired. Returns (first, last, delivery count) ranges."""
@@ -90,9 +92,12 @@ class SharePartition:
         deadline = self.clock.monotonic_ms() + lock_ms
         out: list[tuple[int, int, int]] = []
         taken = 0
-        for base, last in batches:
+        for base, last, *aborted in batches:
             if taken >= max_records:
                 break
+            if aborted and aborted[0]:
+                self._archive_range(base, last)
+                continue
             if base < self.end:
                 for s in self._cut(max(base, self.start), min(last, self.end - 1)):
                     if s.state == AVAILABLE:
@@ -108,8 +113,35 @@ class SharePartition:
                 taken += last - first + 1
         if out:
             self.clock.call_later(lock_ms, self.expire_locks)
+        if out or self._archived_now:
+            self._archived_now = False
+            self._advance()
             self._changed()
         return self._merge_ranges(out)
+
+    def _archive_range(self, base: int, last: int) -> None:
+        """Records of an aborted transaction (read_committed): never delivered, ARCHIVED as
+        Kafka's share fetch does, AVAILABLE in-flight ones included."""
+        for s in self._cut(max(base, self.start), min(last, self.end - 1)):
+            if s.state == AVAILABLE:
+                s.state = ARCHIVED
+        if last >= self.end:
+            self.spans.append(Span(max(base, self.end), last, ARCHIVED, 0))
+            self.end = last + 1
+        self._archived_now = True
+
+    def move_start(self, offset: int) -> None:
+        """The log no longer holds records below `offset` (retention, DeleteRecords): the
+        SPSO moves up to it and the state below it is forgotten, as Kafka's
+        SharePartition does when the log start offset passes it."""
+        if offset <= self.start:
+            return
+        self._split_at(offset)
+        self.spans = [s for s in self.spans if s.first >= offset]
+        self.start = offset
+        self.end = max(self.end, offset)
+        self._advance()
+        self._changed()
 
     @staticmethod
     def _merge_ranges(ranges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -229,15 +261,15 @@ class SharePartition:
 
     # --- durable state (Kafka's ShareSnapshot: state batches) -----------------------------
 
-    def snapshot(self) -> dict:
-        """The state to persist: SPSO, end and the in-flight spans, ACQUIRED written as
-        AVAILABLE (a lock does not outlive the broker, as in Kafka)."""
-        return {"start": self.start, "end": self.end,
-                "spans": [[s.first, s.last, AVAILABLE if s.state == ACQUIRED else s.state,
-                           s.count] for s in self.spans]}
+    def snapshot(self) -> tuple[int, list[tuple[int, int, int, int]]]:
+        """The state to persist: SPSO and the in-flight spans as (first, last, state,
+        delivery count), ACQUIRED written as AVAILABLE (a lock does not outlive the broker,
+        as in Kafka)."""
+        return self.start, [(s.first, s.last, AVAILABLE if s.state == ACQUIRED else s.state,
+                             s.count) for s in self.spans]
 
-    def restore(self, snap: dict) -> None:
-        self.start, self.end = int(snap["start"]), int(snap["end"])
-        self.spans = [Span(int(f), int(last), int(st), int(c))
-                      for f, last, st, c in snap["spans"]]
+    def restore(self, start: int, spans: list[tuple[int, int, int, int]]) -> None:
+        self.start = start
+        self.spans = [Span(f, last, st, c) for f, last, st, c in spans if last >= start]
+        self.end = max(start, self.spans[-1].last + 1 if self.spans else start)
         self._advance()

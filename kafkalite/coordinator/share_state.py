@@ -7,29 +7,23 @@
 # comes from the group's share.auto.offset.reset (a GROUP config, default "latest": the
 # log end offset then; "earliest": the log start offset), as Kafka initialises it.
 #
-# Durability: every share-partition's snapshot (start, end, in-flight spans with states
-# and delivery counts; locks become AVAILABLE) goes to `share-state.json` in the state
-# directory, rewritten atomically off the event loop; the handlers await the write
-# before answering an acknowledgement, so an acknowledged record never comes back after a
-# crash, and an unacknowledged one is at worst redelivered. (Kafka keeps the same state as
-# ShareSnapshot/ShareUpdate records in __share_group_state; a file stands in for it here.)
+# Durability: share-partition state lives in __share_group_state as Kafka's ShareSnapshot /
+# ShareUpdate records (share_store.py, share_state_log.py), replayed when the coordinator is
+# made. A share-partition that changed is written at the next persist(); the handlers await
+# it before answering an acknowledgement, so an acknowledged record never comes back after
+# a crash, and an unacknowledged one is at worst redelivered (locks are not persisted).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from typing import Any, Callable
 
-from ..fileio import atomic_write
-
 from ..clock import Clock
+from ..wire.errors import ErrorCode as E
 from .share_group import ShareGroups
 from .share_partition import SharePartition
 from .share_sessions import ShareSessions
-
-PKey = tuple[str, str, int]  # (group, topic, partition)
-STATE_FILE = "share-state.json"
+from .share_store import PKey, ShareStore
 log = logging.getLogger("kafkalite.groups")
 
 
@@ -40,10 +34,11 @@ class ShareCoordinator:
     def __init__(self, clock: Clock, config: Any,
                  group_config: Callable[[str, str], Any],
                  offsets: Callable[[str, int], tuple[int, int] | None],
-                 partitions_of: Callable[[str], int | None], state_dir: str | None = None):
-        self.path = os.path.join(state_dir, STATE_FILE) if state_dir else None
-        self.saved: dict[str, dict] = self._load()
-        self.dirty = False
+                 partitions_of: Callable[[str], int | None], store: ShareStore | None = None):
+        self.store = store
+        if store is not None:
+            store.load()
+        self.dirty: dict[PKey, SharePartition] = {}
         self._write_lock = asyncio.Lock()
         self.clock = clock
         self.config = config
@@ -71,46 +66,26 @@ class ShareCoordinator:
             reset = self.group_config(group_id, "share.auto.offset.reset")
             start = bounds[0] if reset == "earliest" else bounds[1]
             sp = self.partitions[key] = SharePartition(
-                self.clock, start, lambda: self._limits(group_id), self._mark)
-            snap = self.saved.get(self._name(key))
-            if snap is not None:
-                sp.restore(snap)
+                self.clock, start, lambda: self._limits(group_id),
+                lambda changed: self.dirty.__setitem__(key, changed))
+            saved = self.store.state.get(key) if self.store is not None else None
+            if saved is not None:
+                sp.restore(saved.start, saved.spans)
+            else:
+                self.dirty[key] = sp  # its start offset is state too (Kafka initialises it)
         return sp
 
-    @staticmethod
-    def _name(key: PKey) -> str:
-        return json.dumps(list(key))
-
-    def _mark(self, _sp: SharePartition) -> None:
-        self.dirty = True
-
-    def _load(self) -> dict[str, dict]:
-        if self.path is None:
-            return {}
-        try:
-            with open(self.path, "rb") as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as e:
-            log.error("Ignoring the share-group state in %s: %s", self.path, e)
-            return {}
-
     async def persist(self) -> None:
-        """Write every share-partition's snapshot if anything changed; raises OSError."""
-        if self.path is None or not self.dirty:
+        """Write the share-partitions that changed and wait until that is durable; raises
+        StorageError / OSError."""
+        if self.store is None or not self.dirty:
             return
         async with self._write_lock:
             if not self.dirty:
-                return
-            self.dirty = False
-            state = dict(self.saved)
-            state.update({self._name(k): sp.snapshot() for k, sp in self.partitions.items()})
-            data = json.dumps(state, separators=(",", ":")).encode()
-            path = self.path
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            await asyncio.get_running_loop().run_in_executor(None, atomic_write, path, data)
-            self.saved = state
+                return  # an earlier caller wrote them (and waited) while this one queued
+            changes = [(key, *sp.snapshot()) for key, sp in self.dirty.items()]
+            self.dirty.clear()
+            await self.store.persist(changes, self.clock.wall_ms())
 
     def _limits(self, group_id: str) -> tuple[int, int, int]:
         return (self.lock_duration_ms(group_id),
@@ -130,10 +105,83 @@ class ShareCoordinator:
     def topic_deleted(self, topic: str) -> None:
         for key in [k for k in self.partitions if k[1] == topic]:
             del self.partitions[key]
-        for name in [n for n in self.saved if json.loads(n)[1] == topic]:
-            del self.saved[name]
-        self.dirty = True
+        for key in [k for k in self.dirty if k[1] == topic]:
+            del self.dirty[key]
+        if self.store is not None:
+            self.store.forget(lambda k: k[1] == topic)
         self.sessions.forget_topic(topic)
+
+    # --- the group coordinator's view (ListGroups, DescribeGroups, DeleteGroups, JoinGroup,
+    # ConsumerGroupHeartbeat refuse or list share groups through these) --------------------
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether `group_id` is a share group (members, or share-partition state)."""
+        return group_id in self.groups.groups or any(
+            k[0] == group_id for k in self._state_keys())
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of every share group: "Stable" with members, else "Empty"."""
+        ids = set(self.groups.groups) | {k[0] for k in self._state_keys()}
+        return [(g, self.groups.groups[g].state if g in self.groups.groups else "Empty")
+                for g in sorted(ids)]
+
+    def is_empty(self, group_id: str) -> bool:
+        g = self.groups.groups.get(group_id)
+        return g is None or not g.members
+
+    async def delete_group(self, group_id: str) -> E:
+        """DeleteGroups on a share group: NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND
+        when unknown, else the group and its share-partition state are gone."""
+        if not self.has_group(group_id):
+            return E.group_id_not_found
+        if not self.is_empty(group_id):
+            return E.non_empty_group
+        self.groups.groups.pop(group_id, None)
+        await self.delete_state(lambda k: k[0] == group_id)
+        return E.none
+
+    def _state_keys(self) -> set[PKey]:
+        keys = set(self.partitions)
+        if self.store is not None:
+            keys |= set(self.store.state)
+        return keys
+
+    # --- share-group offsets (DescribeShareGroupOffsets, Alter…, Delete…) -----------------
+
+    def start_offsets(self, group_id: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """{(topic, partition): (start offset, records delivered-complete past it)}."""
+        out = {}
+        for key in self._state_keys():
+            if key[0] != group_id:
+                continue
+            sp = self.partitions.get(key)
+            if sp is not None:
+                start, spans = sp.snapshot()
+            else:
+                saved = self.store.state[key]
+                start, spans = saved.start, saved.spans
+            done = sum(last - f + 1 for f, last, st, _c in spans if st in (2, 4))
+            out[(key[1], key[2])] = (start, done)
+        return out
+
+    async def reset_start(self, group_id: str, topic: str, partition: int, topic_id: Any,
+                          start: int) -> None:
+        """AlterShareGroupOffsets: the share-partition starts over at `start`."""
+        key = (group_id, topic, partition)
+        self.partitions.pop(key, None)
+        self.dirty.pop(key, None)
+        if self.store is not None:
+            await self.store.initialize(key, topic_id, start, self.clock.wall_ms())
+        else:
+            self.partition(group_id, topic, partition)
+
+    async def delete_state(self, drop: Callable[[PKey], bool]) -> None:
+        keys = [k for k in self._state_keys() if drop(k)]
+        for k in keys:
+            self.partitions.pop(k, None)
+            self.dirty.pop(k, None)
+        if self.store is not None:
+            await self.store.delete(keys, self.clock.wall_ms())
 
     def close(self) -> None:
         self.groups.close()

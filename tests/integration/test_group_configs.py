@@ -12,7 +12,7 @@ from tests.integration.test_groups_helpers import RawClient
 GROUP, GROUP_CONFIG, DEFAULT_CONFIG = 32, 8, 5
 SET, DELETE, APPEND = 0, 1, 2
 NAMES = ["consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
-         "share.auto.offset.reset", "share.heartbeat.interval.ms",
+         "share.auto.offset.reset", "share.heartbeat.interval.ms", "share.isolation.level",
          "share.record.lock.duration.ms", "share.session.timeout.ms"]
 
 
@@ -47,8 +47,8 @@ def test_group_resources_by_broker(any_broker, request):
         assert [(e.name, e.value, e.config_source, e.synonyms, e.read_only, e.config_type)
                 for e in r.configs] == [
             (n, v, DEFAULT_CONFIG, (), False, t) for n, v, t in zip(
-                NAMES, ["5000", "45000", "latest", "5000", "30000", "45000"],
-                [3, 3, 2, 3, 3, 3])]
+                NAMES, ["5000", "45000", "latest", "5000", "read_uncommitted", "30000",
+                        "45000"], [3, 3, 2, 3, 2, 3, 3])]
         bad = [
             (("consumer.session.timeout.ms", SET, "5"), "consumer.session.timeout.ms must be "
              "greater than or equal to group.consumer.min.session.timeout.ms"),

@@ -105,7 +105,7 @@ def test_snapshot_turns_locks_into_available():
     sp.acquire("a", [(0, 4), (5, 9)], 10)
     sp.acknowledge("a", [(0, 4, (ACCEPT,))])
     back = part(FakeClock())
-    back.restore(sp.snapshot())
+    back.restore(*sp.snapshot())
     assert (back.start, back.end) == (5, 10)
     assert back.state_of(5) == (AVAILABLE, 1)
 
@@ -148,3 +148,22 @@ def test_membership_epochs_fencing_and_session_expiry():
     assert groups.heartbeat("g", "a", groups.groups["g"].members["a"].epoch, None, None)[0]
     assert groups.heartbeat("g", "a", -1, None, None) == (None, False)
     assert gone == ["b", "a"]
+
+
+def test_aborted_batches_archived_not_acquired():
+    sp = part(FakeClock())
+    got = sp.acquire("a", [(0, 4, False), (5, 9, True), (10, 14, False)], 100)
+    assert got == [(0, 4, 1), (10, 14, 1)]
+    assert sp.state_of(7) == (ARCHIVED, 0)
+    sp.acknowledge("a", [(0, 4, (ACCEPT,))])
+    assert sp.start == 10, "the archived aborted records do not hold the start back"
+
+
+def test_log_start_passing_the_start_offset_moves_it():
+    sp = part(FakeClock())
+    sp.acquire("a", [(0, 9)], 100)
+    sp.move_start(6)
+    assert (sp.start, sp.end) == (6, 10)
+    assert sp.state_of(5) is None and sp.state_of(6) == (ACQUIRED, 1)
+    sp.move_start(20)
+    assert (sp.start, sp.end, sp.spans) == (20, 20, [])

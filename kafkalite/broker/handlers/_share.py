@@ -3,10 +3,12 @@
 # the check that a group id is not already a classic/consumer group. Not an API handler.
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from ...coordinator.group_configs import PROPS
 from ...coordinator.share_state import ShareCoordinator
+from ...coordinator.share_state_log import ShareStateLog
+from ...coordinator.share_store import ShareStore
 from ...wire.errors import ErrorCode as E
 from ._configs import group_store
 
@@ -26,7 +28,7 @@ def share_coordinator(broker) -> ShareCoordinator:
             if value is not None:
                 return value
             setting = _BROKER_DEFAULTS.get(name)
-            return broker.config[setting] if setting else "latest"
+            return broker.config[setting] if setting else PROPS[name].default
 
         def offsets(topic: str, partition: int) -> tuple[int, int] | None:
             p = broker.logs.partition(topic, partition)
@@ -37,10 +39,36 @@ def share_coordinator(broker) -> ShareCoordinator:
             return None if t is None else len(t.partitions)
 
         sc = ShareCoordinator(broker.clock, broker.config, group_config, offsets,
-                              partitions_of, os.path.join(broker.logs.data_dir, ".kafkalite"))
+                              partitions_of, share_store(broker))
         broker.share_groups = sc
         broker.topic_deleted_listeners.append(sc.topic_deleted)
     return sc
+
+
+def share_store(broker) -> ShareStore:
+    """__share_group_state for the broker's share coordinator; a write is durable as an
+    acks=all produce is (fsynced under kafkalite.fsync.before.ack)."""
+    cfg = broker.config
+    state_log = ShareStateLog(broker.logs, broker.create_topic,
+                              cfg["share.coordinator.state.topic.num.partitions"],
+                              cfg["share.coordinator.state.topic.segment.bytes"],
+                              broker.notifier.notify)
+
+    def topic_id_of(name: str):
+        t = broker.logs.topics.get(name)
+        return None if t is None else t.topic_id
+
+    def topic_name_of(topic_id) -> str | None:
+        t = broker.logs.by_id.get(topic_id)
+        return None if t is None else t.name
+
+    async def durable(partitions: set[int]) -> None:
+        if cfg["kafkalite.fsync.before.ack"]:
+            t = state_log.topic()
+            await broker.sync([t.partitions[i] for i in partitions])
+
+    return ShareStore(state_log, topic_id_of, topic_name_of, durable,
+                      cfg["share.coordinator.snapshot.update.records.per.snapshot"])
 
 
 def other_group_type(broker, group_id: str) -> str | None:
@@ -59,6 +87,19 @@ def other_group_type(broker, group_id: str) -> str | None:
 
 def not_share_group_error(group_id: str) -> tuple[E, str]:
     return E.group_id_not_found, f"Group {group_id} is not a share group."
+
+
+def offsets_refusal(broker, sc: ShareCoordinator, group_id: str, must_exist: bool
+                    ) -> tuple[E, str] | None:
+    """Why Alter/DeleteShareGroupOffsets must refuse the group (top-level error), if so:
+    another group type's id, an unknown group (when `must_exist`), members present."""
+    if other_group_type(broker, group_id) is not None:
+        return not_share_group_error(group_id)
+    if must_exist and not sc.has_group(group_id):
+        return E.group_id_not_found, f"Group {group_id} not found."
+    if not sc.is_empty(group_id):
+        return E.non_empty_group, "The group is not empty."
+    return None
 
 
 def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics

@@ -16,8 +16,12 @@
 # so it may be exceeded, as Kafka), max_bytes across partitions; the in-flight window of
 # group.share.partition.max.record.locks. acquisition_lock_timeout is the group's
 # share.record.lock.duration.ms.
-# Gaps: share.isolation.level is not applied (read_uncommitted); a start offset that
-# retention deleted is not moved forward; v2's RENEW acknowledge type is refused.
+# share.isolation.level (GROUP config): read_committed reads only below the LSO and archives
+# the batches of aborted transactions (found in the aborted-transaction index, as Fetch's
+# aborted_transactions) instead of acquiring them, as Kafka's share fetch does. When
+# retention or DeleteRecords moved the log start offset past the share-partition start
+# offset, the SPSO moves up to it first.
+# Gaps: v2's RENEW acknowledge type is refused.
 from __future__ import annotations
 
 import asyncio
@@ -32,6 +36,9 @@ from ._storage import LogError
 
 _HEADER = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta, at byte 23 of a batch
+_ATTRS = struct.Struct(">h")  # attributes, at byte 21
+_PID = struct.Struct(">q")  # producer id, at byte 43
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
 
 
 def batch_bounds(data: bytes | bytearray | memoryview) -> list[tuple[int, int, int]]:
@@ -48,10 +55,28 @@ def batch_bounds(data: bytes | bytearray | memoryview) -> list[tuple[int, int, i
     return out
 
 
+def _aborted(p, data, bounds, start: int) -> list[bool]:
+    """For each batch: whether it belongs to an aborted transaction (read_committed), from
+    the aborted-transaction index, as Fetch's aborted_transactions are collected."""
+    if not bounds or not p.may_have_aborted(start):
+        return [False] * len(bounds)
+    txns = p.collect_aborted(start, bounds[-1][1] + 1)
+    out = []
+    pos = 0
+    for base, _last, end in bounds:
+        attrs = _ATTRS.unpack_from(data, pos + 21)[0]
+        pid = _PID.unpack_from(data, pos + 43)[0]
+        out.append(bool(attrs & _TRANSACTIONAL) and not attrs & _CONTROL and any(
+            t.producer_id == pid and t.first_offset <= base <= t.last_offset for t in txns))
+        pos = end
+    return out
+
+
 async def _acquire(broker, sc, group_id: str, member_id: str, keys, max_bytes: int,
                    max_records: int) -> dict:
     """{(topic, partition): (data, acquired ranges)} for the partitions with records."""
     out = {}
+    committed = sc.group_config(group_id, "share.isolation.level") == "read_committed"
     for topic, idx in keys:
         if max_bytes <= 0 or max_records <= 0:
             break
@@ -59,15 +84,21 @@ async def _acquire(broker, sc, group_id: str, member_id: str, keys, max_bytes: i
         sp = sc.partition(group_id, topic, idx) if p is not None else None
         if sp is None:
             continue
+        if p.log_start_offset > sp.start:
+            sp.move_start(p.log_start_offset)
         start = sp.next_fetch_offset()
-        if start is None or start >= p.high_watermark:
+        upper = p.last_stable_offset if committed else p.high_watermark
+        if start is None or start >= upper:
             continue
         try:
-            data = await p.read_async(max(start, p.log_start_offset), max_bytes, True)
+            data = await p.read_async(start, max_bytes, True,
+                                      max_offset=upper if committed else None)
         except LogError:
             continue
         bounds = batch_bounds(data)
-        ranges = sp.acquire(member_id, [(b, last) for b, last, _ in bounds], max_records)
+        aborted = _aborted(p, data, bounds, start) if committed else [False] * len(bounds)
+        ranges = sp.acquire(member_id, [(b, last, a) for (b, last, _), a
+                                        in zip(bounds, aborted)], max_records)
         if not ranges:
             continue
         last_acquired = ranges[-1][1]
@@ -124,6 +155,9 @@ async def handle(ctx, req):
                     E.unknown_topic_id if topic is None else E.unknown_topic_or_partition)
             elif epoch != FINAL_EPOCH:
                 session.partitions[(topic.name, p.partition_index)] = None
+    if epoch != FINAL_EPOCH:
+        for topic_name, idx in session.partitions:  # initialised (and written) on first use
+            sc.partition(req.group_id, topic_name, idx)
     acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics)
     await sc.persist()  # acknowledged means durable (share_state.py)
 

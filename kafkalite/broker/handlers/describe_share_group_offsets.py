@@ -1,0 +1,64 @@
+# DescribeShareGroupOffsets (key 90), v0-1.
+#
+# Each share-partition's start offset (SPSO) of the share groups named, for the topics named
+# or (topics null) every share-partition the group has state for; v1 adds the lag (KIP-1226:
+# high watermark minus the start offset minus the records past it whose delivery is
+# complete). A partition the group has no state for answers start offset -1 (as Kafka's
+# ReadShareGroupStateSummary of an uninitialised share-partition); an unknown topic or
+# partition UNKNOWN_TOPIC_OR_PARTITION; an id that is no share group GROUP_ID_NOT_FOUND.
+# Leader epoch is 0 (one broker).
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode as E
+from ..build import ZERO, make, response_module
+from ..registry import api
+from ._share import not_share_group_error, other_group_type, share_coordinator
+
+
+@api(90, "DescribeShareGroupOffsets", (0, 1))
+async def handle(ctx, req):
+    mod = response_module(90, ctx.api_version)
+    broker = ctx.broker
+    sc = share_coordinator(broker)
+    topics = broker.logs.topics
+    out = []
+    for g in req.groups:
+        gid = g.group_id
+        if other_group_type(broker, gid) is not None or not sc.has_group(gid):
+            code, msg = (not_share_group_error(gid) if other_group_type(broker, gid)
+                         else (E.group_id_not_found, f"Group {gid} not found."))
+            out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
+                            topics=(), error_code=code, error_message=msg))
+            continue
+        state = sc.start_offsets(gid)
+        if g.topics is None:
+            wanted: dict[str, list[int]] = {}
+            for (t, p) in sorted(state):
+                wanted.setdefault(t, []).append(p)
+        else:
+            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+        rtopics = []
+        for name, parts in wanted.items():
+            topic = topics.get(name)
+            entries = []
+            for idx in parts:
+                if topic is None or not 0 <= idx < len(topic.partitions):
+                    entries.append(make(mod.DescribeShareGroupOffsetsResponsePartition,
+                                        partition_index=idx, start_offset=-1, leader_epoch=-1,
+                                        error_code=E.unknown_topic_or_partition,
+                                        error_message="This server does not host this "
+                                        "topic-partition."))
+                    continue
+                start, done = state.get((name, idx), (-1, 0))
+                lag = -1 if start < 0 else max(
+                    topic.partitions[idx].high_watermark - start - done, 0)
+                entries.append(make(mod.DescribeShareGroupOffsetsResponsePartition,
+                                    partition_index=idx, start_offset=start,
+                                    leader_epoch=0 if start >= 0 else -1, lag=lag,
+                                    error_code=E.none))
+            rtopics.append(make(mod.DescribeShareGroupOffsetsResponseTopic, topic_name=name,
+                                topic_id=topic.topic_id if topic else None,
+                                partitions=tuple(entries)))
+        out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
+                        topics=tuple(rtopics), error_code=E.none))
+    return make(mod.DescribeShareGroupOffsetsResponse, throttle_time=ZERO, groups=tuple(out))
