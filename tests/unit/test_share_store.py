@@ -125,7 +125,7 @@ def test_deleted_topic_state_not_replayed(tmp_path):
     h = Harness(tmp_path)
     h.sc.partition("g", "t", 0).acquire("m", [(0, 9)], 100)
     persist(h.sc)
-    h.logs.delete_topic("t")
+    asyncio.run(h.logs.delete_topic_async("t"))
     h.sc.topic_deleted("t")
     h.restart()  # "t" is made again, with a new topic id
     assert h.sc.store.state == {}
