@@ -20,7 +20,6 @@ import re
 import shutil
 import threading
 import uuid
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
@@ -85,28 +84,33 @@ class TopicLifecycle:
         self._worker = metadata_worker()
         self._creating: set[str] = set()  # names whose creation is under way
         self._tasks: set[asyncio.Task] = set()
-        self._config_writes: list[Future] = []
 
     # --- config overrides -----------------------------------------------------------------
 
-    def set_topic_configs(self, name: str, configs: dict[str, str]) -> Future:
-        """Apply new overrides at once; returns the durable write of the metadata file,
-        queued on the metadata worker (AlterConfigs awaits it)."""
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Apply new overrides at once (a request that follows builds on them) and write the
+        metadata file durably on the metadata worker; done when it is written. Raises
+        OSError when the write fails: the overrides are then taken back, unless a later
+        change has replaced them meanwhile (its own write, after this one, says what holds)."""
         topic = self.topics[name]
-        topic.configs = self.check_configs(configs)  # type: ignore[arg-type]
-        lc = self.log_config(topic.configs)
+        before, after = topic.configs, self.check_configs(configs)  # type: ignore[arg-type]
+        self._use_configs(topic, after)
+        written = self._on_worker(self._write_meta, topic.name, self._meta_bytes(topic))
+
+        async def settle() -> None:
+            try:
+                await written
+            except OSError:
+                if topic.configs is after:
+                    self._use_configs(topic, before)
+                raise
+        await self._detached(settle())
+
+    def _use_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        topic.configs = configs
+        lc = self.log_config(configs)
         for p in topic.partitions:
             p.config = lc
-        fut = self._worker.submit(self._write_meta, topic.name, self._meta_bytes(topic))
-        self._config_writes = [f for f in self._config_writes if not f.done()] + [fut]
-        return fut
-
-    async def configs_written(self) -> None:
-        """Wait, off the loop, for the metadata writes set_topic_configs() queued (the
-        AlterConfigs answers wait for them). Raises OSError for one that failed: those
-        overrides hold in memory but not after a restart."""
-        for fut in list(self._config_writes):  # those queued until now, by any request
-            await asyncio.wrap_future(fut)
 
     # --- creation, growth, deletion -------------------------------------------------------
 
