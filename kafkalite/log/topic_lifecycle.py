@@ -82,7 +82,9 @@ class TopicLifecycle:
 
     def __init__(self) -> None:
         self._worker = metadata_worker()
-        self._creating: set[str] = set()  # names whose creation is under way
+        # The creations under way, by name: the name is taken, and auto-creation waits
+        # for them.
+        self._creating: dict[str, asyncio.Task[Topic]] = {}
         self._tasks: set[asyncio.Task] = set()
 
     # --- config overrides -----------------------------------------------------------------
@@ -171,26 +173,41 @@ class TopicLifecycle:
     def create_topic(self, name: str, partitions: int, configs: dict | None = None,
                      internal: bool = False) -> Topic:
         """Blocking, for the callers that cannot await: the start (nothing serves yet),
-        tests, and the auto-creation on Metadata and of internal topics. Still on the
-        metadata worker, so that it stays ordered after a deletion queued there."""
+        tests, and an internal topic's first write when no FindCoordinator came first. Still
+        on the metadata worker, so that it stays ordered after a deletion queued there."""
         topic, lc, meta = self._new_topic(name, partitions, configs, internal)
         return self._created(topic, self._worker.submit(self._build, topic, lc, 0,
                                                         meta).result())
 
     async def create_topic_async(self, name: str, partitions: int,
-                                 configs: dict | None = None) -> Topic:
+                                 configs: dict | None = None, internal: bool = False
+                                 ) -> Topic:
         """Create a topic without waiting on the loop: it exists (in memory, and durably
         on disk) when this returns. Raises KafkaError, OSError."""
-        topic, lc, meta = self._new_topic(name, partitions, configs, False)
-        self._creating.add(name)  # the name is taken from now on
+        topic, lc, meta = self._new_topic(name, partitions, configs, internal)
 
         async def create() -> Topic:
             try:
                 parts = await self._on_worker(self._build, topic, lc, 0, meta)
             finally:
-                self._creating.discard(name)
+                del self._creating[name]
             return self._created(topic, parts)
-        return await self._detached(create())
+        self._creating[name] = creation = self._spawn(create())  # the name is taken
+        return await asyncio.shield(creation)
+
+    async def ensure_topic_async(self, name: str, partitions: int,
+                                 configs: dict | None = None, internal: bool = False
+                                 ) -> Topic:
+        """`name` as it is, or once the creation under way is done, or else created as
+        create_topic_async (auto-creation: every caller gets the one topic). Raises
+        KafkaError, OSError (those of the creation it waited for, too)."""
+        topic = self.topics.get(name)
+        if topic is not None:
+            return topic
+        pending = self._creating.get(name)
+        if pending is None:
+            return await self.create_topic_async(name, partitions, configs, internal)
+        return await asyncio.shield(pending)
 
     async def add_partitions_async(self, name: str, total: int) -> list[PartitionLog]:
         """Raise `name`'s partition count to `total`; returns the new partitions."""
@@ -276,10 +293,13 @@ class TopicLifecycle:
     def _detached(self, coro: Coroutine[Any, Any, T]) -> Awaitable[T]:
         """Run `coro` as a task of its own: a request whose connection closes meanwhile
         must not leave the memory state behind what the worker did on disk."""
+        return asyncio.shield(self._spawn(coro))
+
+    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return asyncio.shield(task)
+        return task
 
 
 def remove_in_background(paths: list[str], name: str) -> None:

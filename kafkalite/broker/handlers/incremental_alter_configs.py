@@ -8,11 +8,12 @@
 # (INVALID_CONFIG), then stored and applied to the live partitions unless validate_only; an
 # unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a metadata write that fails is
 # KAFKA_STORAGE_ERROR for that topic (its change taken back), as in AlterConfigs. BROKER
-# resources ("<node.id>", or "" for the cluster-wide defaults) change that level's dynamic configs the same way (APPEND/SUBTRACT on
-# a non-list config: INVALID_CONFIG "Config value append is not allowed for config key"), then
-# validate, persist and apply the result (broker/dynamic_configs.py); DELETE is never refused,
-# as in Kafka. BROKER_LOGGER resources set (SET) or reset (DELETE) a Python logger's level using
-# log4j level names, validated as Kafka's RuntimeLoggerManager does; they are never persisted.
+# resources ("<node.id>", or "" for the cluster-wide defaults) change that level's dynamic
+# configs the same way (APPEND/SUBTRACT on a non-list config: INVALID_CONFIG "Config value
+# append is not allowed for config key"), then validate, persist and apply the result
+# (broker/dynamic_configs.py); DELETE is never refused, as in Kafka. BROKER_LOGGER resources
+# set (SET) or reset (DELETE) a Python logger's level using log4j level names, validated as
+# Kafka's RuntimeLoggerManager does; they are never persisted.
 # GROUP resources (Kafka 4.0; 3.8 answers INVALID_REQUEST "Unknown resource type 32"): SET /
 # DELETE on a group's overrides (APPEND/SUBTRACT: not LIST, INVALID_CONFIG); the result is
 # validated as a whole with GroupConfig's names, bounds and cross-checks (INVALID_CONFIG),
