@@ -17,9 +17,12 @@ from typing import Any, Callable
 from ..clock import Clock, SystemClock
 from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
+from ..coordinator.offsets_log import TOPIC as OFFSETS_TOPIC
 from ..coordinator.producer_state import ProducerStates
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
+from ..coordinator.share_state_log import TOPIC as SHARE_STATE_TOPIC
 from ..coordinator.transactions_coordinator import TransactionCoordinator
+from ..coordinator.transactions_log import TOPIC as TXN_TOPIC
 from ..log.flusher import fsync_all
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
@@ -185,21 +188,25 @@ class Broker:
     def create_topic(self, name: str, partitions: int, configs: dict | None = None,
                      internal: bool = False) -> Topic:
         topic = self.logs.create_topic(name, partitions, configs, internal)
-        for p in topic.partitions:
-            self.producers.attach(p)
+        self._attach(topic.partitions)
         return topic
 
     async def create_topic_async(self, name: str, partitions: int,
                                  configs: dict | None = None) -> Topic:
         """create_topic() without waiting for the disk on the loop (CreateTopics)."""
         topic = await self.logs.create_topic_async(name, partitions, configs)
-        for p in topic.partitions:
-            self.producers.attach(p)
+        self._attach(topic.partitions)
         return topic
 
     async def add_partitions(self, name: str, total: int) -> None:
-        for p in await self.logs.add_partitions_async(name, total):
-            self.producers.attach(p)
+        self._attach(await self.logs.add_partitions_async(name, total))
+
+    def _attach(self, partitions) -> None:
+        for p in partitions:
+            # Once only: a caller that shared the creation (ensure_topic) or a request
+            # served before the creator resumed may have given it its state already.
+            if p.producer_state is None:
+                self.producers.attach(p)
 
     async def delete_topic(self, name: str) -> Topic:
         topic = await self.logs.delete_topic_async(name)
@@ -207,21 +214,35 @@ class Broker:
             listener(name)
         return topic
 
-    def auto_create(self, name: str) -> Topic | None:
+    async def ensure_topic(self, name: str, partitions: int, configs: dict | None = None,
+                           internal: bool = False) -> Topic:
+        """`name`, created unless it exists; a creation under way is awaited, never done
+        twice (LogManager.ensure_topic_async). The loop is not held meanwhile."""
+        topic = await self.logs.ensure_topic_async(name, partitions, configs, internal)
+        self._attach(topic.partitions)
+        return topic
+
+    async def auto_create(self, name: str) -> Topic | None:
         """Create `name` with num.partitions if auto.create.topics.enable; else None."""
-        groups = self.groups
-        if name == "__consumer_offsets" and groups is not None:
-            # Internal topics are created with their own settings (compacted,
-            # offsets.topic.num.partitions), as Kafka's AutoTopicCreationManager does.
-            return groups.store.ensure_topic()
-        if name == "__transaction_state" and self.transactions is not None:
-            return self.transactions.log.ensure_topic()
-        if name == "__share_group_state":  # KIP-932's, created as Kafka 4.x does
+        internal = await self.internal_topic(name)
+        if internal is not None or not self.config["auto.create.topics.enable"]:
+            return internal
+        return await self.ensure_topic(name, self.config["num.partitions"])
+
+    async def internal_topic(self, name: str) -> Topic | None:
+        """__consumer_offsets, __transaction_state or __share_group_state, created with their
+        own settings (compacted, offsets.topic.num.partitions, ...) as Kafka's
+        AutoTopicCreationManager does, at their coordinator's first use; None for any other
+        name."""
+        groups, txns = self.groups, self.transactions
+        store = (groups.store if name == OFFSETS_TOPIC and groups is not None else
+                 txns.log if name == TXN_TOPIC and txns is not None else None)
+        if name == SHARE_STATE_TOPIC:  # KIP-932's, created as Kafka 4.x does
             from .handlers._share import share_coordinator
-            return share_coordinator(self).store.log.ensure_topic()
-        if not self.config["auto.create.topics.enable"]:
+            store = share_coordinator(self).store.log
+        if store is None:
             return None
-        return self.create_topic(name, self.config["num.partitions"])
+        return await self.ensure_topic(*store.topic_spec(), internal=True)
 
     # --- dispatch -------------------------------------------------------------------------
 

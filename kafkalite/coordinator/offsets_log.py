@@ -103,12 +103,18 @@ class OffsetsLog:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
+    def topic_spec(self) -> tuple[str, int, dict[str, str]]:
+        """(name, partitions, configs) the topic is created with, as Kafka's."""
+        return TOPIC, self.configured_partitions, {"cleanup.policy": "compact",
+                                                   "segment.bytes": str(SEGMENT_BYTES)}
+
     def ensure_topic(self) -> Any:
+        """The topic, created if missing. The broker creates it without holding the loop at
+        the coordinator's first use (FindCoordinator); a write with none before it (a raw
+        request) creates it here, blocking."""
         t = self.topic()
         if t is None:
-            t = self.create_topic(TOPIC, self.configured_partitions,
-                                  {"cleanup.policy": "compact",
-                                   "segment.bytes": str(SEGMENT_BYTES)}, internal=True)
+            t = self.create_topic(*self.topic_spec(), internal=True)
         return t
 
     # --- writes ---------------------------------------------------------------------------

@@ -168,13 +168,10 @@ class ShareStateLog(OffsetsLog):
     def topic(self) -> Any:
         return self.logs.get(TOPIC)
 
-    def ensure_topic(self) -> Any:
-        t = self.topic()
-        if t is None:
-            t = self.create_topic(TOPIC, self.configured_partitions,
-                                  {"cleanup.policy": "delete",
-                                   "segment.bytes": str(self.segment_bytes)}, internal=True)
-        return t
+    def topic_spec(self) -> tuple[str, int, dict[str, str]]:
+        # KIP-932: the state topic is not compacted; old records are pruned by snapshots.
+        return TOPIC, self.configured_partitions, {"cleanup.policy": "delete",
+                                                   "segment.bytes": str(self.segment_bytes)}
 
     def partition_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
         return partition_for(coordinator_key(group_id, topic_id, partition),

@@ -120,15 +120,11 @@ class TransactionLog(OffsetsLog):
     def topic(self) -> Any:
         return self.logs.get(TOPIC)
 
-    def ensure_topic(self) -> Any:
-        t = self.topic()
-        if t is None:
-            # Kafka's transaction topic configs: compacted, uncompressed, its segment size.
-            t = self.create_topic(TOPIC, self.configured_partitions,
-                                  {"cleanup.policy": "compact",
-                                   "compression.type": "uncompressed",
-                                   "segment.bytes": str(SEGMENT_BYTES)}, internal=True)
-        return t
+    def topic_spec(self) -> tuple[str, int, dict[str, str]]:
+        # Kafka's transaction topic configs: compacted, uncompressed, its segment size.
+        return TOPIC, self.configured_partitions, {"cleanup.policy": "compact",
+                                                   "compression.type": "uncompressed",
+                                                   "segment.bytes": str(SEGMENT_BYTES)}
 
     def write(self, transactional_id: str, t: Transit | None, now_ms: int) -> int:
         """Append one record (None: the id's tombstone); returns its partition. Raises

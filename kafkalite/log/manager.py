@@ -13,77 +13,36 @@
 # else is left alone with a warning, and one whose partition.metadata names another topic id
 # is renamed aside (`*-stray`, as Kafka) when its name is needed, never adopted.
 #
-# The file work of a topic's life (its partitions' directories and files, the metadata file
-# written durably, the renames of a deletion) runs on one metadata worker thread, in the order
-# it was submitted: a delete and a re-creation of the same name reach the disk in that order
-# whichever caller submitted them. The requests (CreateTopics, CreatePartitions, DeleteTopics,
-# AlterConfigs) await that work; the memory state changes on the loop once it is done.
+# The topics' creation, growth, config writes and deletion are TopicLifecycle's
+# (topic_lifecycle.py): their file work runs on the metadata worker thread, off the loop.
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-import re
-import shutil
-import threading
 import time
 import uuid
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, Iterator, TypeVar
+from typing import Any, Iterator
 
-from ..config import BrokerConfig, ConfigError, parse_topic_value
+from ..config import BrokerConfig, parse_topic_value
 from ..fileio import atomic_write
 from ..topic_config import check_topic_configs
-from ..wire.errors import ErrorCode, KafkaError
 from . import datadir
-from .flusher import metadata_worker
 from .partition import LogConfig, PartitionLog
+from .topic_lifecycle import (MAX_NAME_LENGTH, Topic, TopicLifecycle, remove_in_background,
+                              validate_topic_name)
+
+__all__ = ["CLEAN_SHUTDOWN_MARKER", "MAX_NAME_LENGTH", "LogManager", "Topic",
+           "validate_topic_name"]
 
 log = logging.getLogger("kafkalite.log")
-T = TypeVar("T")
 
 CLEAN_SHUTDOWN_MARKER = ".kafkalite_cleanshutdown"
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_NAME_LENGTH = 249
 
 
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate, answered with INVALID_TOPIC_EXCEPTION."""
-    if not name:
-        raise KafkaError(ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise KafkaError(ErrorCode.invalid_topic_exception,
-                         "Topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_NAME_LENGTH:
-        raise KafkaError(ErrorCode.invalid_topic_exception,
-                         f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
-                         "characters")
-    if not _LEGAL.match(name):
-        raise KafkaError(ErrorCode.invalid_topic_exception,
-                         f"Topic name \"{name}\" is illegal, it contains a character other "
-                         "than ASCII alphanumerics, '.', '_' and '-'")
-
-
-@dataclass
-class Topic:
-    name: str
-    topic_id: uuid.UUID
-    configs: dict[str, str]
-    partitions: list[PartitionLog] = field(default_factory=list)
-    internal: bool = False
-    # The partition count the metadata file names once the queued writes are done (ahead of
-    # len(partitions) while a CreatePartitions is under way), so that a config change
-    # written meanwhile does not write back the old count.
-    meta_partitions: int = 0
-    # CreatePartitions and DeleteTopics of the topic take turns, as Kafka's controller
-    # serializes them.
-    turn: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-
-
-class LogManager:
+class LogManager(TopicLifecycle):
     def __init__(self, config: BrokerConfig):
+        super().__init__()
         self.config = config
         self.data_dir = os.path.abspath(config.data_dir)
         self.meta_dir = os.path.join(self.data_dir, ".kafkalite", "topics")
@@ -92,10 +51,6 @@ class LogManager:
         self.cluster_id = ""
         self.was_clean = True
         self._lock: datadir.DirLock | None = None
-        self._worker = metadata_worker()
-        self._creating: set[str] = set()  # names whose creation is under way
-        self._tasks: set[asyncio.Task] = set()
-        self._config_writes: list[Future] = []
 
     # --- startup and shutdown -------------------------------------------------------------
 
@@ -185,7 +140,7 @@ class LogManager:
             log.warning("Leaving %s alone: %s", full, self._whose(full, kind))
         if doomed:
             log.info("Removing %d directories of deleted topics", len(doomed))
-            _remove_in_background(doomed, "delete-leftovers")
+            remove_in_background(doomed, "delete-leftovers")
 
     def _whose(self, directory: str, kind: str | None) -> str:
         if kind == "stray":
@@ -261,194 +216,6 @@ class LogManager:
     def check_configs(configs: dict[str, str | None]) -> dict[str, str]:
         return check_topic_configs(configs)
 
-    def set_topic_configs(self, name: str, configs: dict[str, str]) -> Future:
-        """Apply new overrides at once; returns the durable write of the metadata file,
-        queued on the metadata worker (AlterConfigs awaits it)."""
-        topic = self.topics[name]
-        topic.configs = self.check_configs(configs)  # type: ignore[arg-type]
-        lc = self.log_config(topic.configs)
-        for p in topic.partitions:
-            p.config = lc
-        fut = self._worker.submit(self._write_meta, topic.name, self._meta_bytes(topic))
-        self._config_writes = [f for f in self._config_writes if not f.done()] + [fut]
-        return fut
-
-    async def configs_written(self) -> None:
-        """Wait, off the loop, for the metadata writes set_topic_configs() queued (the
-        AlterConfigs answers wait for them). Raises OSError for one that failed: those
-        overrides hold in memory but not after a restart."""
-        for fut in list(self._config_writes):  # those queued until now, by any request
-            await asyncio.wrap_future(fut)
-
-    # --- topic lifecycle ------------------------------------------------------------------
-
-    @staticmethod
-    def _meta_bytes(topic: Topic) -> bytes:
-        # Encoded on the loop: the worker never reads a Topic the loop may change meanwhile.
-        return json.dumps({"name": topic.name, "topic_id": str(topic.topic_id),
-                           "partitions": topic.meta_partitions, "configs": topic.configs,
-                           "internal": topic.internal}, indent=1).encode()
-
-    def _write_meta(self, name: str, data: bytes) -> None:
-        """On the metadata worker: temporary file, fsync, rename, fsync of the directory."""
-        atomic_write(os.path.join(self.meta_dir, name + ".json"), data)
-
-    def validate_new_topic(self, name: str, partitions: int, configs: dict) -> dict[str, str]:
-        validate_topic_name(name)
-        if name in self.topics or name in self._creating:
-            raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-        folded = name.replace(".", "_")
-        for other in (*self.topics, *self._creating):
-            if other.replace(".", "_") == folded:
-                raise KafkaError(ErrorCode.invalid_topic_exception,
-                                 f"Topic '{name}' collides with existing topic: {other}")
-        if partitions < 1:
-            raise KafkaError(ErrorCode.invalid_partitions,
-                             "Number of partitions must be larger than 0.")
-        return self.check_configs(configs)
-
-    def _build(self, topic: Topic, lc: LogConfig, first: int, meta: bytes
-               ) -> list[PartitionLog]:
-        """On the metadata worker: open partitions `first`..meta_partitions-1, then write the
-        metadata file naming them (the commit point: a crash before it leaves directories
-        that the next start leaves alone, one after it a topic that the next start loads)."""
-        made: list[PartitionLog] = []
-        try:
-            for p in range(first, topic.meta_partitions):
-                made.append(self._open_partition(topic, p, lc, known=False))
-            self._write_meta(topic.name, meta)
-        except BaseException:
-            for part in made:
-                part.close()
-            raise
-        return made
-
-    def _new_topic(self, name: str, partitions: int, configs: dict | None,
-                   internal: bool) -> tuple[Topic, LogConfig, bytes]:
-        checked = self.validate_new_topic(name, partitions, configs or {})
-        topic = Topic(name, uuid.uuid4(), checked, internal=internal,
-                      meta_partitions=partitions)
-        return topic, self.log_config(checked), self._meta_bytes(topic)
-
-    def _created(self, topic: Topic, parts: list[PartitionLog]) -> Topic:
-        topic.partitions = parts
-        self._register(topic)
-        log.info("Created topic %s with %d partitions", topic.name, len(parts))
-        return topic
-
-    def create_topic(self, name: str, partitions: int, configs: dict | None = None,
-                     internal: bool = False) -> Topic:
-        """Blocking, for the callers that cannot await: the start (nothing serves yet),
-        tests, and the auto-creation on Metadata and of internal topics. Still on the
-        metadata worker, so that it stays ordered after a deletion queued there."""
-        topic, lc, meta = self._new_topic(name, partitions, configs, internal)
-        return self._created(topic, self._worker.submit(self._build, topic, lc, 0,
-                                                        meta).result())
-
-    async def create_topic_async(self, name: str, partitions: int,
-                                 configs: dict | None = None) -> Topic:
-        """Create a topic without waiting on the loop: it exists (in memory, and durably
-        on disk) when this returns. Raises KafkaError, OSError."""
-        topic, lc, meta = self._new_topic(name, partitions, configs, False)
-        self._creating.add(name)  # the name is taken from now on
-
-        async def create() -> Topic:
-            try:
-                parts = await self._on_worker(self._build, topic, lc, 0, meta)
-            finally:
-                self._creating.discard(name)
-            return self._created(topic, parts)
-        return await self._detached(create())
-
-    async def add_partitions_async(self, name: str, total: int) -> list[PartitionLog]:
-        """Raise `name`'s partition count to `total`; returns the new partitions."""
-        return await self._detached(self._add_partitions(name, total))
-
-    async def _add_partitions(self, name: str, total: int) -> list[PartitionLog]:
-        topic = self._turn_of(name)
-        async with topic.turn:
-            if self.topics.get(name) is not topic:  # deleted while this request waited
-                raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
-            first = len(topic.partitions)
-            if total <= first:
-                raise KafkaError(ErrorCode.invalid_partitions,
-                                 f"Topic already has {first} partition(s).")
-            topic.meta_partitions = total
-            try:
-                made = await self._on_worker(self._build, topic,
-                                             self.log_config(topic.configs), first,
-                                             self._meta_bytes(topic))
-            except BaseException:
-                topic.meta_partitions = first
-                raise
-            topic.partitions.extend(made)
-            return made
-
-    async def delete_topic_async(self, name: str) -> Topic:
-        """Delete a topic: it is gone from memory at once and from disk (durably) when this
-        returns. The file work is the metadata worker's; only the closing of descriptors
-        stays on the loop (in slices), where the partitions are used. Raises KafkaError."""
-        return await self._detached(self._delete(name))
-
-    async def _delete(self, name: str) -> Topic:
-        topic = self._turn_of(name)
-        async with topic.turn:
-            if self.topics.get(name) is not topic:
-                raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
-            del self.topics[name]
-            self.by_id.pop(topic.topic_id, None)
-            parts = list(topic.partitions)
-            try:
-                doomed = await self._on_worker(self._remove_files, name, parts)
-            except OSError:
-                if os.path.exists(os.path.join(self.meta_dir, name + ".json")):
-                    self._register(topic)  # not deleted: it is still there after a restart
-                raise
-        log.info("Deleted topic %s", name)
-        for i, p in enumerate(parts):
-            for seg in p.segments:
-                seg.close()
-            if i % 64 == 63:
-                await asyncio.sleep(0)  # other connections get their turn between slices
-        _remove_in_background(doomed, "delete-" + name)
-        return topic
-
-    def _remove_files(self, name: str, parts: list[PartitionLog]) -> list[str]:
-        """On the metadata worker: the durable unlink of the metadata file (the commit
-        point), then each partition directory renamed to <dir>.<id>-delete, as Kafka (the
-        name is free for a new topic; the files go in the background, or at the next
-        start). The open descriptors stay valid across the rename."""
-        datadir.unlink_durably(os.path.join(self.meta_dir, name + ".json"))
-        doomed = []
-        for p in parts:
-            error = p.durability.drain()  # nothing queued for it may outlive the topic
-            if error is not None:
-                log.error("Deleting %s-%d after a failed flush: %s", name, p.partition, error)
-            target = datadir.set_aside_name(p.directory, "delete")
-            try:
-                os.rename(p.directory, target)
-                doomed.append(target)
-            except OSError:
-                doomed.append(p.directory)
-        return doomed
-
-    def _turn_of(self, name: str) -> Topic:
-        topic = self.topics.get(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
-        return topic
-
-    def _on_worker(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future:
-        return asyncio.wrap_future(self._worker.submit(fn, *args))
-
-    def _detached(self, coro: Coroutine[Any, Any, T]) -> Awaitable[T]:
-        """Run `coro` as a task of its own: a request whose connection closes meanwhile
-        must not leave the memory state behind what the worker did on disk."""
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return asyncio.shield(task)
-
     # --- periodic work --------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -457,12 +224,3 @@ class LogManager:
     def flush_by_time(self, now_ms: int) -> None:
         for p in self.all_partitions():
             p.maybe_flush_by_time(now_ms)
-
-
-def _remove_in_background(paths: list[str], name: str) -> None:
-    threading.Thread(target=_remove_dirs, args=(paths,), name=name, daemon=True).start()
-
-
-def _remove_dirs(paths: list[str]) -> None:
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)

@@ -21,7 +21,6 @@ log = logging.getLogger("kafkalite.log")
 
 _PREFIX = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
-_MAXTS = struct.Struct(">q")
 _FIND_WINDOW = 16384
 DELETED_SUFFIX = ".deleted"
 
@@ -243,20 +242,6 @@ class Segment:
         """Up to `length` bytes at `position` (fewer at the end of the segment)."""
         return reads.pread(self.fd, max(min(length, self.size - position), 0), position,
                            nowait)
-
-    def find_timestamp(self, timestamp: int):
-        """Yield (position, batch bytes) from the time-index hint onwards."""
-        start = self.time_index.lookup(timestamp)
-        found = self.find(start)
-        if found is None:
-            return
-        pos = found[0]
-        while pos + HEADER_SIZE <= self.size:
-            head = self.read(pos, HEADER_SIZE)
-            size = LOG_OVERHEAD + _PREFIX.unpack_from(head, 0)[1]
-            if _MAXTS.unpack_from(head, 35)[0] >= timestamp:
-                yield pos, self.read(pos, size)
-            pos += size
 
     def last_modified_ms(self) -> int:
         return int(os.fstat(self.fd).st_mtime * 1000)

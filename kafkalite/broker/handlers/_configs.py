@@ -20,16 +20,18 @@ import logging
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from ...config import (BROKER_LEVEL, DEFAULT_LEVEL, PROPS, STATIC_LEVEL, TOPIC_DOCS,
                        TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig, ConfigError, format_value)
 from ...coordinator.group_configs import PROPS as GROUP_PROPS, GroupConfigs
+from ...log.errors import storage_error
 from ...log.manager import validate_topic_name
 from ...topic_config import check_topic_configs
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
+from ._storage import log_error_code
 
 # ConfigResource.Type ids
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
@@ -282,10 +284,11 @@ def broker_level(broker, name: str) -> str:
     return BROKER_LEVEL
 
 
-def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
-                        validate_only: bool) -> None:
+async def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
+                              validate_only: bool) -> None:
     """Validate a topic's complete new override set, then store it unless validate_only.
-    As Kafka's controller, a bad config is reported before a missing topic."""
+    As Kafka's controller, a bad config is reported before a missing topic. A metadata
+    write that fails is KAFKA_STORAGE_ERROR for this resource (the change is not kept)."""
     check_topic_resource(name)
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
@@ -295,14 +298,19 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
     if broker.logs.get(name) is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition,
                          f"The topic '{name}' does not exist.")
-    if not validate_only:
-        broker.logs.set_topic_configs(name, checked)
+    if validate_only:
+        return
+    try:
+        await broker.logs.set_topic_configs(name, checked)
+    except OSError as e:
+        err = storage_error(e, f"Cannot write the metadata of topic {name}")
+        raise KafkaError(log_error_code(err), str(err)) from None
 
 
-def alter_response(ctx, req, alter_one: Callable[..., None]) -> Any:
-    """Run alter_one(broker, resource, duplicated, validate_only) for every resource of an
-    AlterConfigs or IncrementalAlterConfigs request; its KafkaError is that resource's
-    result. Returns the response entity, entries in request order."""
+async def alter_response(ctx, req, alter_one: Callable[..., Awaitable[None]]) -> Any:
+    """Await alter_one(broker, resource, duplicated, validate_only) for every resource of an
+    AlterConfigs or IncrementalAlterConfigs request, in order; its KafkaError is that
+    resource's result. Returns the response entity, entries in request order."""
     v = ctx.api_version
     counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
     mod = response_module(ctx.api_key, v)
@@ -310,8 +318,8 @@ def alter_response(ctx, req, alter_one: Callable[..., None]) -> Any:
     for r in req.resources:
         err: KafkaError | None = None
         try:
-            alter_one(ctx.broker, r, counts[(r.resource_type, r.resource_name)] > 1,
-                      req.validate_only)
+            await alter_one(ctx.broker, r, counts[(r.resource_type, r.resource_name)] > 1,
+                            req.validate_only)
         except KafkaError as e:
             err = e
         out.append(mod.AlterConfigsResourceResponse(

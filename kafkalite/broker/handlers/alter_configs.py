@@ -6,6 +6,8 @@
 # partitions' live LogConfig, unless validate_only. Per-resource errors follow Kafka's
 # ConfigAdminManager.preprocess and controller: a resource listed twice, duplicate keys or
 # null values are INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+# The answer waits for the metadata file's durable write (off the loop); a write that fails
+# is KAFKA_STORAGE_ERROR for that topic, and its change is taken back.
 # For a BROKER resource ("<node.id>" or "" for the cluster-wide defaults) the configs given
 # become that level's complete dynamic set, validated, persisted and applied at once as
 # Kafka's dynamic broker configs (see broker/dynamic_configs.py for what is refused).
@@ -20,11 +22,11 @@ from ._configs import (BROKER, TOPIC, alter_response, apply_topic_configs, broke
                        check_alter_resource)
 
 
-def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
+async def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
     check_alter_resource(r, duplicated, [c.name for c in r.configs if c.value is None])
     if r.resource_type == TOPIC:
-        apply_topic_configs(broker, r.resource_name, {c.name: c.value for c in r.configs},
-                            validate_only)
+        await apply_topic_configs(broker, r.resource_name,
+                                  {c.name: c.value for c in r.configs}, validate_only)
     elif r.resource_type == BROKER:
         dynamic_configs.alter(broker, broker_level(broker, r.resource_name),
                               {c.name: c.value for c in r.configs}, validate_only)
@@ -35,6 +37,4 @@ def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
 
 @api(33, "AlterConfigs", (0, 2))
 async def handle(ctx, req):
-    response = alter_response(ctx, req, _alter)
-    await ctx.broker.logs.configs_written()  # topic metadata, written off the loop
-    return response
+    return await alter_response(ctx, req, _alter)

@@ -1,10 +1,10 @@
 # FindCoordinator (key 10), v0-6.
 #
 # This broker is the coordinator of every group and every transactional id. The offsets
-# topic is created on the first lookup of a group, __transaction_state on the first lookup of
-# a transactional id (Kafka does the same, though it answers
-# COORDINATOR_NOT_AVAILABLE until it exists; here it is created synchronously and the answer
-# is immediate). Version notes: v1 adds key_type (0 group, 1 transaction); v4+ batches keys
+# topic is created on the first lookup of a group, __transaction_state on the first lookup
+# of a transactional id (Kafka does the same, though it answers COORDINATOR_NOT_AVAILABLE
+# until it exists; here the answer waits for its creation, which does not hold the event
+# loop). Version notes: v1 adds key_type (0 group, 1 transaction); v4+ batches keys
 # (coordinator_keys) and answers each; v6 knows key type 2 (share groups), which this broker
 # does not serve: INVALID_REQUEST, as Kafka without a share coordinator. Any other key type
 # is INVALID_REQUEST.
@@ -16,14 +16,12 @@ from ..build import ZERO, make, response_module
 from ..registry import api
 
 GROUP, TRANSACTION = 0, 1
+INTERNAL_TOPICS = {GROUP: "__consumer_offsets", TRANSACTION: "__transaction_state"}
 
 
-def _lookup(ctx, key_type: int) -> tuple[ErrorCode, str | None]:
-    if key_type == GROUP:
-        ctx.broker.groups.find_coordinator()
-        return ErrorCode.none, OK
-    if key_type == TRANSACTION:
-        ctx.broker.transactions.log.ensure_topic()
+async def _lookup(ctx, key_type: int) -> tuple[ErrorCode, str | None]:
+    if key_type in INTERNAL_TOPICS:
+        await ctx.broker.internal_topic(INTERNAL_TOPICS[key_type])
         return ErrorCode.none, OK
     # Kafka gives no reason of its own here: the error's default message.
     return ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE
@@ -41,7 +39,7 @@ async def handle(ctx, req):
     b = ctx.broker
     key_type = getattr(req, "key_type", GROUP)
     if v < 4:
-        err, msg = _lookup(ctx, key_type)
+        err, msg = await _lookup(ctx, key_type)
         msg = "NONE" if msg is OK else msg  # Kafka's Errors.NONE.message() before v4
         ok = err == ErrorCode.none
         return make(response_class(10, v), throttle_time=ZERO, error_code=err,
@@ -50,7 +48,7 @@ async def handle(ctx, req):
     mod = response_module(10, v)
     coords = []
     for key in req.coordinator_keys:
-        err, msg = _lookup(ctx, key_type)
+        err, msg = await _lookup(ctx, key_type)
         ok = err == ErrorCode.none
         coords.append(mod.Coordinator(key=key, node_id=b.node_id if ok else -1,
                                       host=b.host if ok else "", port=b.port if ok else -1,

@@ -6,12 +6,14 @@
 # start from the topic's override or else the topic default, as Kafka's
 # ConfigurationControlManager does. The resulting override set is validated as a whole
 # (INVALID_CONFIG), then stored and applied to the live partitions unless validate_only; an
-# unknown topic is UNKNOWN_TOPIC_OR_PARTITION. BROKER resources ("<node.id>", or "" for the
-# cluster-wide defaults) change that level's dynamic configs the same way (APPEND/SUBTRACT on
-# a non-list config: INVALID_CONFIG "Config value append is not allowed for config key"), then
-# validate, persist and apply the result (broker/dynamic_configs.py); DELETE is never refused,
-# as in Kafka. BROKER_LOGGER resources set (SET) or reset (DELETE) a Python logger's level using
-# log4j level names, validated as Kafka's RuntimeLoggerManager does; they are never persisted.
+# unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a metadata write that fails is
+# KAFKA_STORAGE_ERROR for that topic (its change taken back), as in AlterConfigs. BROKER
+# resources ("<node.id>", or "" for the cluster-wide defaults) change that level's dynamic
+# configs the same way (APPEND/SUBTRACT on a non-list config: INVALID_CONFIG "Config value
+# append is not allowed for config key"), then validate, persist and apply the result
+# (broker/dynamic_configs.py); DELETE is never refused, as in Kafka. BROKER_LOGGER resources
+# set (SET) or reset (DELETE) a Python logger's level using log4j level names, validated as
+# Kafka's RuntimeLoggerManager does; they are never persisted.
 # GROUP resources (Kafka 4.0; 3.8 answers INVALID_REQUEST "Unknown resource type 32"): SET /
 # DELETE on a group's overrides (APPEND/SUBTRACT: not LIST, INVALID_CONFIG); the result is
 # validated as a whole with GroupConfig's names, bounds and cross-checks (INVALID_CONFIG),
@@ -125,14 +127,14 @@ def _groups(broker, name: str, ops, validate_only: bool) -> None:
                          f"Cannot persist the group configs: {e}") from None
 
 
-def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
+async def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
     check_alter_resource(r, duplicated, [c.name for c in r.configs
                                          if c.value is None and c.config_operation != DELETE])
     if r.resource_type == TOPIC:
         topic = broker.logs.get(r.resource_name)
         current = dict(topic.configs) if topic is not None else {}
-        apply_topic_configs(broker, r.resource_name, _apply_ops(current, r.configs),
-                            validate_only)
+        await apply_topic_configs(broker, r.resource_name,
+                                  _apply_ops(current, r.configs), validate_only)
     elif r.resource_type == BROKER:
         for c in r.configs:
             if c.config_operation not in OP_NAMES:
@@ -152,6 +154,4 @@ def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
 
 @api(44, "IncrementalAlterConfigs", (0, 1))
 async def handle(ctx, req):
-    response = alter_response(ctx, req, _alter)
-    await ctx.broker.logs.configs_written()  # topic metadata, written off the loop
-    return response
+    return await alter_response(ctx, req, _alter)

@@ -3,15 +3,19 @@
 # One broker (node.id at advertised.listeners) leads every partition with leader epoch 0 and
 # is the only replica and ISR member. A null topic list (empty at v0) means all topics,
 # internal ones flagged. Unknown topics are auto-created with num.partitions when
-# auto.create.topics.enable and the request allows it (v4+ flag; always before v4), and
-# come back at once with their partitions (Kafka may first answer LEADER_NOT_AVAILABLE;
-# clients accept both). Invalid names get INVALID_TOPIC_EXCEPTION. Lookup by topic id
-# (v10+) answers UNKNOWN_TOPIC_ID for ids it does not know. Authorized operations (v8+) are
-# Int.MIN unless requested; when requested, every operation Kafka supports on a TOPIC (on
-# every topic entry, errors included) and, v8-10, on the CLUSTER, as Kafka answers without
-# an authorizer (AuthHelper.authorizedOperations).
+# auto.create.topics.enable and the request allows it (v4+ flag; always before v4), and come
+# back with their partitions once created, the loop free meanwhile (Kafka first answers
+# UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE; clients accept both); a creation that
+# fails on disk is LEADER_NOT_AVAILABLE, retried by clients. __consumer_offsets and
+# __transaction_state are created with their coordinator's settings. Invalid names get
+# INVALID_TOPIC_EXCEPTION. Lookup by topic id (v10+) answers UNKNOWN_TOPIC_ID for ids it
+# does not know. Authorized operations (v8+) are Int.MIN unless requested; when requested,
+# every operation Kafka supports on a TOPIC (on every topic entry, errors included) and,
+# v8-10, on the CLUSTER, as Kafka answers without an authorizer
+# (AuthHelper.authorizedOperations).
 from __future__ import annotations
 
+import logging
 import uuid
 
 from ...log.manager import Topic, validate_topic_name
@@ -20,6 +24,8 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
 from .describe_cluster import CLUSTER_OPS
+
+log = logging.getLogger("kafkalite.broker")
 
 NO_OPS = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
@@ -72,9 +78,14 @@ async def handle(ctx, req):
             if topic is None:
                 try:
                     validate_topic_name(name)
-                    topic = b.auto_create(name) if allow else None
+                    topic = await b.auto_create(name) if allow else None
                 except KafkaError as e:
                     entries.append(_error_entry(mod, name, e.code, ops))
+                    continue
+                except OSError as e:  # the creation failed on disk: the client retries
+                    log.error("Auto-creating topic %s failed: %s", name, e)
+                    entries.append(_error_entry(mod, name, ErrorCode.leader_not_available,
+                                                ops))
                     continue
             entries.append(_topic_entry(mod, b, topic, ops) if topic else
                            _error_entry(mod, name, ErrorCode.unknown_topic_or_partition, ops))
