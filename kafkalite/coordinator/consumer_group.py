@@ -71,6 +71,10 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}
         # The partition counts of the subscribed topics the target was computed for.
         self.subscription_metadata: dict[str, int] = {}
+        # What consumer_group_store.py last wrote to __consumer_offsets: value by key, and
+        # the members it wrote records for.
+        self.written: dict[bytes, bytes] = {}
+        self.written_members: set[str] = set()
 
     def state(self) -> str:
         """Kafka's ConsumerGroupState names (Empty, Assigning, Reconciling, Stable)."""
