@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -30,7 +29,8 @@ from typing import Any, Callable, Mapping
 from ..wire.errors import ErrorCode
 from .consumer_assignors import ASSIGNORS, MemberSpec, configured
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup,
-                             ConsumerMember, MemberState, is_subset, reconcile)
+                             ConsumerMember, MemberState, is_subset, new_member_id,
+                             reconcile)
 from .consumer_group_store import ConsumerGroupStore
 from .consumer_subscriptions import InvalidRegex, compile_regex, subscribed_topics
 from .groups_registry import GroupRegistry
@@ -157,7 +157,7 @@ class ConsumerGroupCoordinator:
     def _heartbeat(self, hb: Heartbeat) -> HeartbeatAnswer:
         joining = hb.member_epoch == 0
         group = self._group(hb.group_id, create=joining)
-        member_id = hb.member_id or str(uuid.uuid4())
+        member_id = hb.member_id or new_member_id()
         if len(group.members) >= self.max_size and member_id not in group.members:
             raise HeartbeatError(E.group_max_size_reached,
                                  "The consumer group has reached its maximum capacity of "

@@ -4,7 +4,8 @@
 //                                       every record consumed exactly once (commit after
 //                                       process), both consumers get partitions, none twice.
 //   hold BOOTSTRAP TOPIC GROUP SECONDS  one consumer keeps the group alive; prints "ASSIGNED n"
-//                                       with its partition count once it has partitions.
+//                                       with its partition count once it has partitions;
+//                                       leaves the group (close) when stdin closes.
 // Exits non-zero listing what went wrong; prints a success marker last.
 import java.time.Duration;
 import java.util.*;
@@ -127,11 +128,20 @@ public class ConsumerProtocolCheck {
     }
 
     static void hold(String bootstrap, String topic, String group, int seconds) {
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread stdin = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) { }
+            } catch (java.io.IOException e) { }
+            stop.set(true);
+        });
+        stdin.setDaemon(true);
+        stdin.start();
         try (KafkaConsumer<String, String> c = consumer(bootstrap, group)) {
             c.subscribe(List.of(topic));
             long deadline = System.currentTimeMillis() + seconds * 1000L;
             boolean told = false;
-            while (System.currentTimeMillis() < deadline) {
+            while (System.currentTimeMillis() < deadline && !stop.get()) {
                 c.poll(Duration.ofMillis(100));
                 if (!told && !c.assignment().isEmpty()) {
                     System.out.println("ASSIGNED " + c.assignment().size());
