@@ -21,6 +21,7 @@ import struct
 import uuid
 from typing import Callable, Iterable
 
+from ..wire.primitives import read_uvarint, string, uvarint as _uvarint
 from .consumer_assignors import Assignment
 from .consumer_group import ConsumerGroup, ConsumerMember, MemberState
 
@@ -66,20 +67,8 @@ def parse_key(buf: bytes) -> tuple[int, str, str | None]:
 
 # --- flexible values --------------------------------------------------------------------
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _cstr(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return _uvarint(len(b) + 1) + b
+    return string(s, True)
 
 
 def _topics(a: Assignment, ids: Ids) -> bytes:
@@ -141,14 +130,8 @@ class _Reader:
         return v
 
     def uvarint(self) -> int:
-        shift = n = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                return n
-            shift += 7
+        n, self.pos = read_uvarint(self.buf, self.pos)
+        return n
 
     def str(self) -> str | None:
         n = self.uvarint() - 1

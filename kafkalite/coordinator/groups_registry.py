@@ -77,6 +77,8 @@ class GroupRegistry:
         if group.members:
             return False
         del self.consumer_groups[group_id]
+        if self.consumer_coordinator is not None:  # tombstones, or it would come back
+            self.consumer_coordinator.store.delete(group)
         return True
 
     def wall_ms(self) -> int:

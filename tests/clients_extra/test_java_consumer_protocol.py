@@ -6,9 +6,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -20,8 +17,8 @@ from tests.helpers.real_kafka import private_kafka
 from tests.integration.test_consumer_protocol import GROUP_SETTINGS, KAFKA_SETTINGS
 from tests.integration.test_consumer_protocol_restart import low_port
 
-from ._checks import TIMEOUT_S, run_check
-from .test_java_client import discover_classpath
+from ._checks import run_check
+from .test_java_client import compile_check
 
 SOURCE = Path(__file__).parent / "java" / "ConsumerProtocolCheck.java"
 
@@ -29,19 +26,7 @@ SOURCE = Path(__file__).parent / "java" / "ConsumerProtocolCheck.java"
 @pytest.fixture(scope="module")
 def java_check(tmp_path_factory) -> list[str]:
     """The command prefix that runs the compiled check."""
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed; the Java client check needs a JDK (17+)")
-    jars, jvm_options, why = discover_classpath()
-    if not jars:
-        pytest.skip(why)
-    out = tmp_path_factory.mktemp("java")
-    classpath = os.pathsep.join(jars)
-    built = subprocess.run(["javac", "-d", str(out), "-cp", classpath, str(SOURCE)],
-                           capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
-    return ["java", *jvm_options, "-cp", os.pathsep.join([str(out), classpath]),
-            "ConsumerProtocolCheck"]
+    return compile_check(SOURCE, tmp_path_factory.mktemp("java"))
 
 
 @contextlib.contextmanager

@@ -177,3 +177,17 @@ def test_a_member_still_revoking_comes_back_revoking(data):
         assert a.member_epoch == b.cg.groups["g"].assignment_epoch
     finally:
         b.close()
+
+
+def test_a_group_given_back_to_the_classic_protocol_does_not_return(data):
+    b = Broker(data, first=True)
+    b.join("m1")
+    b.cg.heartbeat(Heartbeat("g", "m1", -1))
+    assert b.coord.release_consumer_group("g")  # a classic JoinGroup takes the empty id
+    b.close()
+
+    b = Broker(data)
+    try:
+        assert "g" not in b.cg.groups
+    finally:
+        b.close()
