@@ -11,6 +11,8 @@
 # given to its new owner (which meanwhile waits in UNRELEASED_PARTITIONS).
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable
@@ -22,6 +24,15 @@ from .consumer_assignors import Assignment
 E = ErrorCode
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+
+
+def new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): 22 url-safe base64 characters, never
+    starting with '-' (v0 clients leave the member id to the coordinator)."""
+    while True:
+        s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not s.startswith("-"):
+            return s
 
 
 class MemberState(Enum):
@@ -71,6 +82,10 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}
         # The partition counts of the subscribed topics the target was computed for.
         self.subscription_metadata: dict[str, int] = {}
+        # What consumer_group_store.py last wrote to __consumer_offsets: value by key, and
+        # the members it wrote records for.
+        self.written: dict[bytes, bytes] = {}
+        self.written_members: set[str] = set()
 
     def state(self) -> str:
         """Kafka's ConsumerGroupState names (Empty, Assigning, Reconciling, Stable)."""

@@ -15,12 +15,13 @@
 # group-id namespace: an empty classic group becomes a consumer group on the first heartbeat
 # (its committed offsets kept); a classic group with members answers GROUP_ID_NOT_FOUND (no
 # online migration: group.consumer.migration.policy=disabled in Kafka's terms).
-# Deliberate gaps: not persisted (membership restarts empty, offsets survive); the per-group
-# consumer.session.timeout.ms / consumer.heartbeat.interval.ms overrides are not applied.
+# Every change is written to __consumer_offsets and replayed at start
+# (consumer_group_store.py): members come back with their ids, epochs and assignments.
+# Deliberate gap: the per-group consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+# overrides are not applied.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -28,13 +29,12 @@ from typing import Any, Callable, Mapping
 from ..wire.errors import ErrorCode
 from .consumer_assignors import ASSIGNORS, MemberSpec, configured
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup,
-                             ConsumerMember, MemberState, is_subset, reconcile)
+                             ConsumerMember, MemberState, is_subset, new_member_id,
+                             reconcile)
+from .consumer_group_store import ConsumerGroupStore
+from .consumer_subscriptions import InvalidRegex, compile_regex, subscribed_topics
 from .groups_registry import GroupRegistry
 
-try:  # RE2 syntax, as Kafka (KIP-848 regexes); Python's `re` where google-re2 is missing
-    import re2 as _re  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the environment
-    import re as _re
 
 log = logging.getLogger("kafkalite.coordinator")
 E = ErrorCode
@@ -85,6 +85,9 @@ class ConsumerGroupCoordinator:
         self.max_size: int = config["group.consumer.max.size"]
         self.assignors = configured(
             [a for a in config["group.consumer.assignors"].split(",") if a.strip()])
+        self.store = ConsumerGroupStore(registry.store, registry.wall_ms)
+        registry.consumer_coordinator = self
+        self.arm_restored()
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -131,8 +134,8 @@ class ConsumerGroupCoordinator:
                                  f"Supported assignors: {', '.join(self.assignors)}.")
         if hb.subscribed_regex:
             try:
-                _re.compile(hb.subscribed_regex)
-            except Exception as e:  # re.error / re2.error
+                compile_regex(hb.subscribed_regex)
+            except InvalidRegex as e:
                 raise HeartbeatError(E.invalid_regular_expression,
                                      f"SubscribedTopicRegex `{hb.subscribed_regex}` is not a "
                                      f"valid regular expression: {e}.") from None
@@ -154,7 +157,7 @@ class ConsumerGroupCoordinator:
     def _heartbeat(self, hb: Heartbeat) -> HeartbeatAnswer:
         joining = hb.member_epoch == 0
         group = self._group(hb.group_id, create=joining)
-        member_id = hb.member_id or str(uuid.uuid4())
+        member_id = hb.member_id or new_member_id()
         if len(group.members) >= self.max_size and member_id not in group.members:
             raise HeartbeatError(E.group_max_size_reached,
                                  "The consumer group has reached its maximum capacity of "
@@ -212,6 +215,7 @@ class ConsumerGroupCoordinator:
         if reconcile(group, member, hb.owned):
             self._on_reconciled(group, member)
         self._schedule_session(group, member)
+        self.store.sync(group, None if replaced is not None else member.member_id)
         show = hb.owned is not None or joining or member.assigned != old_assigned
         return HeartbeatAnswer(member.member_id, member.epoch, self.heartbeat_ms,
                                dict(member.assigned) if show else None)
@@ -257,22 +261,11 @@ class ConsumerGroupCoordinator:
 
     # --- subscriptions and the target assignment ------------------------------------------
 
-    def subscribed_topics(self, member: ConsumerMember,
-                          topics: Mapping[str, tuple[int, bool]]) -> frozenset[str]:
-        """The existing topics a member is subscribed to: by name, or matched in full by its
-        regex (internal topics excepted, as Kafka)."""
-        names = {n for n in member.subscribed_names if n in topics}
-        if member.subscribed_regex:
-            pattern = _re.compile(member.subscribed_regex)
-            names.update(n for n, (_, internal) in topics.items()
-                         if not internal and pattern.fullmatch(n))
-        return frozenset(names)
-
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
         topics = self.topics()
         out: dict[str, int] = {}
         for m in group.members.values():
-            for t in self.subscribed_topics(m, topics):
+            for t in subscribed_topics(m.subscribed_names, m.subscribed_regex, topics):
                 out[t] = topics[t][0]
         return out
 
@@ -284,7 +277,8 @@ class ConsumerGroupCoordinator:
 
     def _assign(self, group: ConsumerGroup) -> None:
         topics = self.topics()
-        specs = {mid: MemberSpec(self.subscribed_topics(m, topics), group.target.get(mid, {}))
+        specs = {mid: MemberSpec(subscribed_topics(m.subscribed_names, m.subscribed_regex,
+                                                   topics), group.target.get(mid, {}))
                  for mid, m in group.members.items()}
         name = self._assignor(group)
         group.target = ASSIGNORS[name](specs, group.subscription_metadata)
@@ -324,6 +318,7 @@ class ConsumerGroupCoordinator:
             log.info("Consumer group %s: static member %s left for now", group.group_id,
                      member.member_id)
             member.epoch, member.revoking = STATIC_LEAVE_EPOCH, {}
+            self.store.sync(group, member.member_id)
         else:
             log.info("Consumer group %s: member %s leaves", group.group_id, member.member_id)
             self.fence(group, member.member_id)
@@ -340,6 +335,7 @@ class ConsumerGroupCoordinator:
         group.epoch += 1
         if group.members:
             self._assign(group)
+        self.store.sync(group)
 
     @staticmethod
     def _cancel(member: ConsumerMember) -> None:
@@ -383,7 +379,17 @@ class ConsumerGroupCoordinator:
         if group.members:
             return E.non_empty_group
         del self.groups[group_id]
+        self.store.delete(group)
         return E.none
+
+    def arm_restored(self) -> None:
+        """Timers for members replayed from the offsets topic, as Kafka's onLoaded: their
+        session starts now; one still to revoke gets its rebalance timeout again."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                if member.session_timer is None:
+                    self._schedule_session(group, member)
+                    self._on_reconciled(group, member)
 
     def close(self) -> None:
         for group in self.groups.values():

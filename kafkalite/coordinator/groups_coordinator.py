@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode
+from .consumer_group_records import KINDS as CONSUMER_KEYS
+from .consumer_group_store import ConsumerGroupLoader
 from .groups import CommittedOffset, Group, GroupState
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
@@ -206,13 +208,17 @@ class GroupCoordinator(GroupRegistry):
             p = self.store.partition_for(g.group_id)
             if p in by_partition:
                 by_partition[p].append(g)
+        consumer: dict[int, list[Record]] = {}  # KIP-848 groups: the records they wrote
+        for cg in self.consumer_groups.values():
+            consumer.setdefault(self.store.partition_for(cg.group_id), []).extend(
+                cg.written.items())
         for p, groups in by_partition.items():
             if any(g.pending_txn for g in groups):
                 continue  # the snapshot would drop the open transaction's records
-            live = sum(len(g.offsets) + 1 for g in groups)
+            live = sum(len(g.offsets) + 1 for g in groups) + len(consumer.get(p, ()))
             if not self.store.needs_compaction(p, live):
                 continue
-            records: list[Record] = []
+            records: list[Record] = list(consumer.get(p, ()))
             for g in groups:
                 if g.generation > 0 or g.protocol_type is not None:
                     stable = {m.member_id: m.assignment for m in g.members.values()} \
@@ -241,12 +247,16 @@ class _Loader:
         self.pending: dict[int, dict[str, dict[TP, CommittedOffset]]] = {}
         self.open: dict[str, dict[int, dict[TP, CommittedOffset]]] = {}  # after replay
         self.started = coord.clock.monotonic_ms()
+        self.consumer = ConsumerGroupLoader()  # KIP-848 groups' records
 
     def apply(self, rec: Replayed) -> None:
         if rec.marker is not None:
             self.settle(rec.producer_id, rec.marker)
             return
         try:
+            if rec.key is not None and int.from_bytes(rec.key[:2], "big") in CONSUMER_KEYS:
+                self.consumer.apply(rec.key, rec.value)
+                return
             kind, group_id, topic, partition = parse_key(rec.key)  # type: ignore[arg-type]
             if kind == "offset":
                 tp = (topic, partition)
@@ -320,6 +330,9 @@ class _Loader:
             group.offsets = self.offsets.get(gid, {})
             c.txn.restore(group, self.open.get(gid, {}))
             n_offsets += len(group.offsets)
+        n_members = self.consumer.restore(c.consumer_groups, c.store.logs)
+        if c.consumer_coordinator is not None:
+            c.consumer_coordinator.arm_restored()
         c.loading = False
         for topic in c._deleted_while_loading:
             c.offsets.remove_topic(topic)
@@ -327,8 +340,9 @@ class _Loader:
         for partition, pid, commit in c._markers_while_loading:
             c.txn.complete(partition, pid, commit)
         c._markers_while_loading.clear()
-        log.info("Loaded %d groups and %d committed offsets from the offsets topic in %.3fs",
-                 len(c.groups), n_offsets, (c.clock.monotonic_ms() - self.started) / 1000)
+        log.info("Loaded %d groups, %d consumer groups (%d members) and %d committed offsets "
+                 "from the offsets topic in %.3fs", len(c.groups), len(c.consumer_groups),
+                 n_members, n_offsets, (c.clock.monotonic_ms() - self.started) / 1000)
 
 
 __all__ = ["GroupCoordinator"]

@@ -52,6 +52,7 @@ class GroupRegistry:
         # `groups`: the offsets of a consumer group live in a member-less classic Group of the
         # same id (offsets.py stores and expires them unchanged), which group_type hides.
         self.consumer_groups: dict[str, Any] = {}
+        self.consumer_coordinator: Any = None  # consumer_group_coordinator.py's, once made
         self.loading = False
         self.closed = False
 
@@ -76,6 +77,8 @@ class GroupRegistry:
         if group.members:
             return False
         del self.consumer_groups[group_id]
+        if self.consumer_coordinator is not None:  # tombstones, or it would come back
+            self.consumer_coordinator.store.delete(group)
         return True
 
     def wall_ms(self) -> int:

@@ -47,8 +47,9 @@ def discover_classpath() -> tuple[list[str], list[str], str]:
     return jars, [f"-Dlog4j.configuration={log4j.as_uri()}"], ""
 
 
-@pytest.mark.parametrize("assignor", ["default", "cooperative-sticky"])
-def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str) -> None:
+def compile_check(source: Path, out: Path) -> list[str]:
+    """javac `source` into `out`; the command prefix that runs its class (skips when there is
+    no JDK or no kafka-clients)."""
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed; the Java client check needs a JDK (17+)")
@@ -57,11 +58,16 @@ def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str
         pytest.skip(why)
     classpath = os.pathsep.join(jars)
     try:
-        built = subprocess.run(["javac", "-d", str(tmp_path), "-cp", classpath, str(SOURCE)],
+        built = subprocess.run(["javac", "-d", str(out), "-cp", classpath, str(source)],
                                capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"javac did not finish in {TIMEOUT_S} s")
     assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
-    run_check(["java", *jvm_options, "-cp", os.pathsep.join([str(tmp_path), classpath]),
-               "KafkaliteCheck", kafka_broker, assignor],
-              "ALL JAVA CHECKS PASSED", f"Java client check (classpath {jars})")
+    return ["java", *jvm_options, "-cp", os.pathsep.join([str(out), classpath]), source.stem]
+
+
+@pytest.mark.parametrize("assignor", ["default", "cooperative-sticky"])
+def test_java_client_end_to_end(kafka_broker: str, tmp_path: Path, assignor: str) -> None:
+    java = compile_check(SOURCE, tmp_path)
+    run_check([*java, kafka_broker, assignor], "ALL JAVA CHECKS PASSED",
+              f"Java client check ({' '.join(java[:-1])})")

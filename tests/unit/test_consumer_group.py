@@ -183,3 +183,22 @@ def test_regex_and_topic_changes_move_the_target_without_rejoin(env):
         cg.heartbeat(Heartbeat("g", "m2", 0, rebalance_timeout_ms=1000,
                                subscribed_regex="(", owned={}))
     assert e.value.code == E.invalid_regular_expression
+
+
+@pytest.mark.parametrize("regex, valid", [
+    (r"(u)\1", False),   # backreference: RE2 (and Kafka's RE2/J) has none
+    (r"(?=u)u", False),  # look-ahead: likewise
+    (r"u\pL*", True),    # Unicode class: RE2 syntax Python's `re` lacks
+    (r"[u[:digit:]]", True),
+])
+def test_regex_is_re2_syntax_as_kafka(env, regex, valid):
+    _, _, cg, topics = env
+    hb = Heartbeat("g", "m1", 0, rebalance_timeout_ms=1000, subscribed_regex=regex, owned={})
+    if valid:
+        a = cg.heartbeat(hb)
+        assert parts(a.assignment) == {("u", 0), ("u", 1)}
+    else:
+        with pytest.raises(HeartbeatError) as e:
+            cg.heartbeat(hb)
+        assert e.value.code == E.invalid_regular_expression
+        assert "is not a valid regular expression: " in str(e.value)
