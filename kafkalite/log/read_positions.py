@@ -10,27 +10,41 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-_BASE = struct.Struct(">q")
+_PREFIX = struct.Struct(">qi")  # base offset, batch length
 _INT = struct.Struct(">i")
 LOG_OVERHEAD = 12  # base offset and batch length, before the batch's own bytes
 _MIN_BATCH = 15    # up to and including lastOffsetDelta, which gives the next offset
+_DELTA_AT = 23     # lastOffsetDelta's position in a batch
 _SLOTS = 16
+
+
+def walk_batches(data: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """One walk of the batch prefixes in `data` (per batch, never per record), for both
+    of its readers: (offset after the last whole batch, byte position after it, offset
+    after the last batch even if cut short). The offsets are -1 when there is no such
+    batch. A batch cut before its lastOffsetDelta counts as ending after its base offset,
+    as Kafka's fetchUpperBoundOffset takes the next batch's base offset."""
+    n = len(data)
+    q = 0
+    whole, whole_end, upper = -1, 0, -1
+    while q + LOG_OVERHEAD <= n:
+        base, length = _PREFIX.unpack_from(data, q)
+        if q + LOG_OVERHEAD + _MIN_BATCH > n:
+            return whole, whole_end, base + 1
+        if length < _MIN_BATCH:  # damaged: nothing after it is a batch
+            break
+        upper = base + _INT.unpack_from(data, q + _DELTA_AT)[0] + 1
+        q += LOG_OVERHEAD + length
+        if q <= n:
+            whole, whole_end = upper, q
+    return whole, whole_end, upper
 
 
 def after_last_whole_batch(data: bytes | bytearray | memoryview) -> tuple[int, int]:
     """(offset, byte position in `data`) of what follows the last whole batch in `data`,
     or (-1, 0) when it holds no whole batch."""
-    n = len(data)
-    q = 0
-    next_offset = -1
-    while q + LOG_OVERHEAD + _MIN_BATCH <= n:
-        length = _INT.unpack_from(data, q + 8)[0]
-        end = q + LOG_OVERHEAD + length
-        if length < _MIN_BATCH or end > n:
-            break
-        next_offset = _BASE.unpack_from(data, q)[0] + _INT.unpack_from(data, q + 23)[0] + 1
-        q = end
-    return next_offset, q
+    whole, whole_end, _upper = walk_batches(data)
+    return whole, whole_end
 
 
 def first_batch_size(prefix: bytes | bytearray) -> int:

@@ -22,6 +22,7 @@ import asyncio
 import struct
 from collections import OrderedDict
 
+from ...log.read_positions import walk_batches
 from ...wire.errors import ErrorCode, KafkaError
 from ...wire.primitives import EMPTY_TAGS, array_len, bytes_len, string
 from ..build import to_ms
@@ -35,8 +36,6 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _TOP7 = struct.Struct(">ihi")
 _ABORTED = struct.Struct(">qq")
-_PREFIX = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
 _UNKNOWN = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
 
 
@@ -93,14 +92,8 @@ def encode_response(version: int, error: int, session_id: int, topics: list,
 def upper_bound(data, fetch_offset: int) -> int:
     """The offset after the batches in `data` (the last may be cut short: its whole range
     counts, as Kafka's fetchUpperBoundOffset takes the next batch's base offset)."""
-    pos, end, n = 0, fetch_offset, len(data)
-    while pos + 12 <= n:
-        base, length = _PREFIX.unpack_from(data, pos)
-        end = base + 1
-        if pos + 27 <= n:
-            end = base + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1
-        pos += 12 + length
-    return end
+    upper = walk_batches(data)[2]
+    return upper if upper >= 0 else fetch_offset
 
 
 def _committed(p, fetch_offset: int, data) -> tuple:
