@@ -65,6 +65,7 @@ class Broker:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.groups: GroupCoordinator | None = None  # set by open()
         self.transactions: TransactionCoordinator | None = None  # set by open()
+        self.share_groups: Any = None  # the ShareCoordinator (KIP-932), set by open()
         self.producers = ProducerStates(config, self.clock)
         self.fetch_sessions = FetchSessionCache(
             self.clock, config["max.incremental.fetch.session.cache.slots"])
@@ -107,6 +108,9 @@ class Broker:
             allocate_pid=self.pids.allocate, write_markers=self._write_markers,
             durable=self._txn_log_durable, notify=self.notifier.notify)
         self.transactions.open()
+        from .handlers._share import make_share_coordinator
+        self.share_groups = make_share_coordinator(self)
+        self.share_groups.open()
 
     def close(self, clean: bool = True) -> None:
         self.closing = True
@@ -115,6 +119,8 @@ class Broker:
             self.groups.close()
         if self.transactions is not None:
             self.transactions.close()
+        if self.share_groups is not None:
+            self.share_groups.close()
         self.producers.close(self.logs.all_partitions() if clean else ())
         self.logs.close(clean=clean)
 
@@ -216,9 +222,8 @@ class Broker:
             return groups.store.ensure_topic()
         if name == "__transaction_state" and self.transactions is not None:
             return self.transactions.log.ensure_topic()
-        if name == "__share_group_state":  # KIP-932's, created as Kafka 4.x does
-            from .handlers._share import share_coordinator
-            return share_coordinator(self).store.log.ensure_topic()
+        if name == "__share_group_state" and self.share_groups is not None:
+            return self.share_groups.store.log.ensure_topic()  # as Kafka 4.x creates it
         if not self.config["auto.create.topics.enable"]:
             return None
         return self.create_topic(name, self.config["num.partitions"])

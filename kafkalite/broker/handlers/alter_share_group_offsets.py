@@ -9,22 +9,18 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ..build import ZERO, make, response_module
+from ..build import ZERO, make
 from ..registry import api
-from ._share import offsets_refusal, share_coordinator
+from ._share import offsets_preamble
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
-    mod = response_module(91, ctx.api_version)
-    broker = ctx.broker
-    sc = share_coordinator(broker)
-    gid = req.group_id
-
-    refusal = offsets_refusal(broker, sc, gid, must_exist=False)
-    if refusal is not None:
-        return make(mod.AlterShareGroupOffsetsResponse, throttle_time=ZERO, error_code=refusal[0],
-                    error_message=refusal[1], responses=())
+    mod, sc, refused = offsets_preamble(ctx, req, "AlterShareGroupOffsetsResponse",
+                                        must_exist=False)
+    if refused is not None:
+        return refused
+    broker, gid = ctx.broker, req.group_id
     out = []
     for t in req.topics:
         topic = broker.logs.topics.get(t.topic_name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ._share import not_share_group_error, other_group_type, share_coordinator
+from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
 
 
 @api(90, "DescribeShareGroupOffsets", (0, 1))
@@ -24,9 +24,10 @@ async def handle(ctx, req):
     out = []
     for g in req.groups:
         gid = g.group_id
-        if other_group_type(broker, gid) is not None or not sc.has_group(gid):
-            code, msg = (not_share_group_error(gid) if other_group_type(broker, gid)
-                         else (E.group_id_not_found, f"Group {gid} not found."))
+        if sc.loading or other_group_type(broker, gid) is not None or not sc.has_group(gid):
+            code, msg = loading_error(sc) or (
+                not_share_group_error(gid) if other_group_type(broker, gid)
+                else (E.group_id_not_found, f"Group {gid} not found."))
             out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
                             topics=(), error_code=code, error_message=msg))
             continue

@@ -127,6 +127,8 @@ async def handle(ctx, req):
 
     if not req.group_id or not req.member_id:
         return top_error(E.invalid_request, "group id and member id must be set")
+    if sc.loading:  # share-partitions initialise from the replayed state, as Kafka's wait
+        await sc.loaded.wait()  # for their persister read
     has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
     epoch = req.share_session_epoch
     if epoch == INITIAL_EPOCH:
