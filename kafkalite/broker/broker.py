@@ -110,6 +110,7 @@ class Broker:
         self.transactions.open()
         from .handlers._share import make_share_coordinator
         self.share_groups = make_share_coordinator(self)
+        groups.share_lookup = self.share_groups.has_group  # one group-id namespace
         self.share_groups.open()
 
     def close(self, clean: bool = True) -> None:
