@@ -67,12 +67,17 @@ def persist(sc: ShareCoordinator) -> None:
     asyncio.run(sc.persist())
 
 
-def test_record_layout_and_partitioning(tmp_path):
-    h = Harness(tmp_path)
+def four_accepted(h: Harness) -> None:
+    """t-1: offsets 0-9 acquired, 0-3 accepted, written."""
     sp = h.sc.partition("g", "t", 1)
     sp.acquire("m", [(0, 9)], 100)
     sp.acknowledge("m", [(0, 3, (ACCEPT,))])
     persist(h.sc)
+
+
+def test_record_layout_and_partitioning(tmp_path):
+    h = Harness(tmp_path)
+    four_accepted(h)
     (part, key, value), = h.records()
     tid = h.logs.topics["t"].topic_id
     assert key == (SNAPSHOT, "g", tid, 1)
@@ -165,10 +170,7 @@ def test_group_view_for_the_group_coordinator(tmp_path):
 
 def test_replay_in_background_under_a_running_loop(tmp_path):
     h = Harness(tmp_path)
-    sp = h.sc.partition("g", "t", 1)
-    sp.acquire("m", [(0, 9)], 100)
-    sp.acknowledge("m", [(0, 3, (ACCEPT,))])
-    persist(h.sc)
+    four_accepted(h)
     h.sc.close()
     h.logs.close()
 

@@ -4,7 +4,7 @@
 # and the COORDINATOR_LOAD_IN_PROGRESS answer while the replay runs. Not an API handler.
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from ...coordinator.group_configs import PROPS
 from ...coordinator.share_state import ShareCoordinator
@@ -117,16 +117,21 @@ def offsets_refusal(broker, sc: ShareCoordinator, group_id: str, must_exist: boo
     return None
 
 
-def offsets_preamble(ctx, req, response: str, must_exist: bool) -> tuple[Any, Any, Any]:
-    """What Alter/DeleteShareGroupOffsets begin with: (response module, coordinator, the
-    whole answer when the group is refused (loading, see offsets_refusal), else None)."""
+async def offsets_request(ctx, req, response: str, must_exist: bool,
+                          answer: Callable[..., Awaitable[Any]]) -> Any:
+    """Alter/DeleteShareGroupOffsets: the whole answer when the group is refused (loading,
+    offsets_refusal), else one entry per requested topic from
+    `await answer(module, coordinator, requested topic, the broker's Topic or None)`."""
     mod = response_module(ctx.api_key, ctx.api_version)
     sc = share_coordinator(ctx.broker)
     refusal = loading_error(sc) or offsets_refusal(ctx.broker, sc, req.group_id, must_exist)
-    if refusal is None:
-        return mod, sc, None
-    return mod, sc, make(getattr(mod, response), throttle_time=ZERO, error_code=refusal[0],
-                         error_message=refusal[1], responses=())
+    if refusal is not None:
+        return make(getattr(mod, response), throttle_time=ZERO, error_code=refusal[0],
+                    error_message=refusal[1], responses=())
+    topics = ctx.broker.logs.topics
+    out = [await answer(mod, sc, t, topics.get(t.topic_name)) for t in req.topics]
+    return make(getattr(mod, response), throttle_time=ZERO, error_code=E.none,
+                responses=tuple(out))
 
 
 def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics

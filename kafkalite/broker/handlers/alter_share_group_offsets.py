@@ -9,21 +9,16 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ..build import ZERO, make
+from ..build import make
 from ..registry import api
-from ._share import offsets_preamble
+from ._share import offsets_request
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
-    mod, sc, refused = offsets_preamble(ctx, req, "AlterShareGroupOffsetsResponse",
-                                        must_exist=False)
-    if refused is not None:
-        return refused
-    broker, gid = ctx.broker, req.group_id
-    out = []
-    for t in req.topics:
-        topic = broker.logs.topics.get(t.topic_name)
+    gid = req.group_id
+
+    async def answer(mod, sc, t, topic):
         entries = []
         for p in t.partitions:
             code: E = E.none
@@ -39,7 +34,6 @@ async def handle(ctx, req):
             entries.append(make(mod.AlterShareGroupOffsetsResponsePartition,
                                 partition_index=p.partition_index, error_code=code,
                                 error_message=msg))
-        out.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
-                        topic_id=topic.topic_id if topic else None, partitions=tuple(entries)))
-    return make(mod.AlterShareGroupOffsetsResponse, throttle_time=ZERO, error_code=E.none,
-                responses=tuple(out))
+        return make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+                    topic_id=topic.topic_id if topic else None, partitions=tuple(entries))
+    return await offsets_request(ctx, req, "AlterShareGroupOffsetsResponse", False, answer)

@@ -9,29 +9,22 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ..build import ZERO, make
+from ..build import make
 from ..registry import api
-from ._share import offsets_preamble
+from ._share import offsets_request
 
 
 @api(92, "DeleteShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
-    mod, sc, refused = offsets_preamble(ctx, req, "DeleteShareGroupOffsetsResponse",
-                                        must_exist=True)
-    if refused is not None:
-        return refused
-    broker, gid = ctx.broker, req.group_id
-    out = []
-    for t in req.topics:
-        topic = broker.logs.topics.get(t.topic_name)
+    gid = req.group_id
+
+    async def answer(mod, sc, t, topic):
         if topic is None:
-            out.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
-                            topic_id=None, error_code=E.unknown_topic_or_partition,
-                            error_message="This server does not host this topic-partition."))
-            continue
+            return make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+                        topic_id=None, error_code=E.unknown_topic_or_partition,
+                        error_message="This server does not host this topic-partition.")
         name = t.topic_name
         await sc.delete_state(lambda k: k[0] == gid and k[1] == name)
-        out.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=name,
-                        topic_id=topic.topic_id, error_code=E.none))
-    return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=ZERO, error_code=E.none,
-                responses=tuple(out))
+        return make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=name,
+                    topic_id=topic.topic_id, error_code=E.none)
+    return await offsets_request(ctx, req, "DeleteShareGroupOffsetsResponse", True, answer)
