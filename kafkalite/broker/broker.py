@@ -68,6 +68,7 @@ class Broker:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.groups: GroupCoordinator | None = None  # set by open()
         self.transactions: TransactionCoordinator | None = None  # set by open()
+        self.share_groups: Any = None  # the ShareCoordinator (KIP-932), set by open()
         self.producers = ProducerStates(config, self.clock)
         self.fetch_sessions = FetchSessionCache(
             self.clock, config["max.incremental.fetch.session.cache.slots"])
@@ -110,6 +111,10 @@ class Broker:
             allocate_pid=self.pids.allocate, write_markers=self._write_markers,
             durable=self._txn_log_durable, notify=self.notifier.notify)
         self.transactions.open()
+        from .handlers._share import make_share_coordinator
+        self.share_groups = make_share_coordinator(self)
+        groups.share_lookup = self.share_groups.has_group  # one group-id namespace
+        self.share_groups.open()
 
     def close(self, clean: bool = True) -> None:
         self.closing = True
@@ -118,6 +123,8 @@ class Broker:
             self.groups.close()
         if self.transactions is not None:
             self.transactions.close()
+        if self.share_groups is not None:
+            self.share_groups.close()
         self.producers.close(self.logs.all_partitions() if clean else ())
         self.logs.close(clean=clean)
 
@@ -237,9 +244,8 @@ class Broker:
         groups, txns = self.groups, self.transactions
         store = (groups.store if name == OFFSETS_TOPIC and groups is not None else
                  txns.log if name == TXN_TOPIC and txns is not None else None)
-        if name == SHARE_STATE_TOPIC:  # KIP-932's, created as Kafka 4.x does
-            from .handlers._share import share_coordinator
-            store = share_coordinator(self).store.log
+        if name == SHARE_STATE_TOPIC and self.share_groups is not None:
+            store = self.share_groups.store.log  # KIP-932's, created as Kafka 4.x does
         if store is None:
             return None
         return await self.ensure_topic(*store.topic_spec(), internal=True)

@@ -145,7 +145,8 @@ class ConsumerGroupCoordinator:
         if group is not None:
             return group
         classic = self.registry.groups.get(group_id)
-        if classic is not None and classic.members:
+        if (classic is not None and classic.members) \
+                or self.registry.group_type(group_id) == "share":
             raise HeartbeatError(E.group_id_not_found,
                                  f"Group {group_id} is not a consumer group.")
         if not create:

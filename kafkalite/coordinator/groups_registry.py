@@ -9,7 +9,7 @@
 # of day (commit and group-state timestamps, offsets retention, which Kafka bases on those).
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..clock import Clock
 from ..wire.errors import ErrorCode
@@ -53,18 +53,23 @@ class GroupRegistry:
         # same id (offsets.py stores and expires them unchanged), which group_type hides.
         self.consumer_groups: dict[str, Any] = {}
         self.consumer_coordinator: Any = None  # consumer_group_coordinator.py's, once made
+        # Whether a KIP-932 share group holds an id (the share coordinator's has_group, set
+        # by the broker when it makes that coordinator): share groups live there.
+        self.share_lookup: Callable[[str], bool] | None = None
         self.loading = False
         self.closed = False
 
     def group_type(self, group_id: str) -> str | None:
         """The one lookup of the shared group-id namespace: "consumer" (KIP-848),
-        "classic", or None when no live group has this id. Other group kinds (share groups)
-        ask it before claiming an id."""
+        "classic", "share" (KIP-932, through share_lookup), or None when no live group has
+        this id. Every group kind asks it before claiming an id."""
         if group_id in self.consumer_groups:
             return "consumer"
         group = self.groups.get(group_id)
         if group is not None and group.state.value != "Dead":
             return "classic"
+        if self.share_lookup is not None and self.share_lookup(group_id):
+            return "share"
         return None
 
     def release_consumer_group(self, group_id: str) -> bool:

@@ -82,10 +82,17 @@ def partition_for(group_id: str, partitions: int) -> int:
 
 
 class OffsetsLog:
+    """`name` and `topic_configs` let the other coordinators' topics (__transaction_state,
+    __share_group_state) reuse this machinery."""
+
     def __init__(self, logs: Any, create_topic: Callable[..., Any], num_partitions: int,
-                 on_append: Callable[[str, int], None] | None = None):
+                 on_append: Callable[[str, int], None] | None = None, name: str = TOPIC,
+                 topic_configs: dict[str, str] | None = None):
         self.logs = logs  # the LogManager: .get(name) -> Topic | None
         self.create_topic = create_topic
+        self.name = name
+        self.topic_configs = topic_configs if topic_configs is not None else {
+            "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES)}
         self.configured_partitions = num_partitions
         self.on_append = on_append
         self.appended: dict[int, int] = {}  # records written or replayed since the snapshot
@@ -93,7 +100,7 @@ class OffsetsLog:
     # --- topic ----------------------------------------------------------------------------
 
     def topic(self) -> Any:
-        return self.logs.get(TOPIC)
+        return self.logs.get(self.name)
 
     @property
     def num_partitions(self) -> int:
@@ -105,8 +112,7 @@ class OffsetsLog:
 
     def topic_spec(self) -> tuple[str, int, dict[str, str]]:
         """(name, partitions, configs) the topic is created with, as Kafka's."""
-        return TOPIC, self.configured_partitions, {"cleanup.policy": "compact",
-                                                   "segment.bytes": str(SEGMENT_BYTES)}
+        return self.name, self.configured_partitions, dict(self.topic_configs)
 
     def ensure_topic(self) -> Any:
         """The topic, created if missing. The broker creates it without holding the loop at
@@ -140,11 +146,11 @@ class OffsetsLog:
         p = self.ensure_topic().partitions[partition]
         if len(batch) > p.config.max_message_bytes:
             raise ValueError(f"{len(batch)} bytes exceed max.message.bytes "
-                             f"{p.config.max_message_bytes} of {TOPIC}")
+                             f"{p.config.max_message_bytes} of {self.name}")
         base = p.append(batch, parse_header(batch), now_ms)
         self.appended[partition] = self.appended.get(partition, 0) + count
         if self.on_append is not None:
-            self.on_append(TOPIC, partition)
+            self.on_append(self.name, partition)
         return base
 
     # --- replay ---------------------------------------------------------------------------
@@ -176,7 +182,7 @@ class OffsetsLog:
                     records = list(iter_records(batch))
                 except (ValueError, IndexError) as e:
                     log.warning("Skipping an undecodable batch at offset %d of %s-%d: %s",
-                                h.base_offset, TOPIC, partition, e)
+                                h.base_offset, self.name, partition, e)
                     continue
                 pid = h.producer_id if h.attributes & TRANSACTIONAL else -1
                 if h.attributes & CONTROL:
@@ -191,7 +197,7 @@ class OffsetsLog:
                         yield Replayed(r.key, r.value, h.base_offset, pid)
             if not advanced:
                 log.error("%s-%d: no whole batch at offset %d; stopping its replay",
-                          TOPIC, partition, offset)
+                          self.name, partition, offset)
                 break
             yield None
         self.appended[partition] = count
@@ -218,7 +224,7 @@ class OffsetsLog:
             self.append_to(partition, live[i:i + batch_records], now_ms)
         p.delete_records(start)
         self.appended[partition] = len(live)
-        log.info("Compacted %s-%d: log now starts at %d with %d live records", TOPIC,
+        log.info("Compacted %s-%d: log now starts at %d with %d live records", self.name,
                  partition, start, len(live))
 
 

@@ -8,8 +8,11 @@
 # log end offset then; "earliest": the log start offset), as Kafka initialises it.
 #
 # Durability: share-partition state lives in __share_group_state as Kafka's ShareSnapshot /
-# ShareUpdate records (share_store.py, share_state_log.py), replayed when the coordinator is
-# made. A share-partition that changed is written at the next persist(); the handlers await
+# ShareUpdate records (share_store.py, share_state_log.py). The broker makes the coordinator
+# at start and open() replays the topic as the other coordinators replay theirs: in the
+# background once the event loop runs (`loading` meanwhile: the group-coordinator APIs answer
+# COORDINATOR_LOAD_IN_PROGRESS, share fetches wait for `loaded`), at once otherwise. A
+# share-partition that changed is written at the next persist(); the handlers await
 # it before answering an acknowledgement, so an acknowledged record never comes back after
 # a crash, and an unacknowledged one is at worst redelivered (locks are not persisted).
 from __future__ import annotations
@@ -36,8 +39,9 @@ class ShareCoordinator:
                  offsets: Callable[[str, int], tuple[int, int] | None],
                  partitions_of: Callable[[str], int | None], store: ShareStore | None = None):
         self.store = store
-        if store is not None:
-            store.load()
+        self.loading = False
+        self.loaded = asyncio.Event()
+        self._load_task: asyncio.Task | None = None
         self.dirty: dict[PKey, SharePartition] = {}
         self._write_lock = asyncio.Lock()
         self.clock = clock
@@ -48,6 +52,40 @@ class ShareCoordinator:
         self.sessions = ShareSessions(max(1000, config["group.share.max.size"] * 5))
         self.groups = ShareGroups(clock, partitions_of, self._member_settings,
                                   config["group.share.max.size"], self.member_gone)
+
+    def open(self) -> None:
+        """Replay __share_group_state (nothing to do before its first use)."""
+        if self.store is None or self.store.log.topic() is None:
+            self.loaded.set()
+            return
+        self.loading = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.store.load()
+            self._finish_load()
+            return
+        self._load_task = loop.create_task(self._load_async())
+
+    async def _load_async(self) -> None:
+        assert self.store is not None
+        try:
+            for _ in self.store.replay():
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Loading __share_group_state failed; serving what was read")
+        self._finish_load()
+
+    def _finish_load(self) -> None:
+        self.loading = False
+        if self.store is not None:  # topics deleted while the replay ran
+            self.store.drop_stale()
+        self.loaded.set()
+        log.info("Loaded %d share-partitions from __share_group_state (%d records)",
+                 len(self.store.state) if self.store else 0,
+                 self.store.replayed if self.store else 0)
 
     def _member_settings(self, group_id: str) -> tuple[int, int]:
         return (int(self.group_config(group_id, "share.session.timeout.ms")),
@@ -184,4 +222,6 @@ class ShareCoordinator:
             await self.store.delete(keys, self.clock.wall_ms())
 
     def close(self) -> None:
+        if self._load_task is not None and not self._load_task.done():
+            self._load_task.cancel()
         self.groups.close()

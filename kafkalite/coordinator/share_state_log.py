@@ -161,17 +161,9 @@ class ShareStateLog(OffsetsLog):
 
     def __init__(self, logs: Any, create_topic: Callable[..., Any], num_partitions: int,
                  segment_bytes: int, notify: Callable[[str, int], None] | None = None):
-        super().__init__(logs, create_topic, num_partitions,
-                         None if notify is None else (lambda _t, p: notify(TOPIC, p)))
-        self.segment_bytes = segment_bytes
-
-    def topic(self) -> Any:
-        return self.logs.get(TOPIC)
-
-    def topic_spec(self) -> tuple[str, int, dict[str, str]]:
-        # KIP-932: the state topic is not compacted; old records are pruned by snapshots.
-        return TOPIC, self.configured_partitions, {"cleanup.policy": "delete",
-                                                   "segment.bytes": str(self.segment_bytes)}
+        super().__init__(logs, create_topic, num_partitions, notify, name=TOPIC,
+                         topic_configs={"cleanup.policy": "delete",
+                                        "segment.bytes": str(segment_bytes)})
 
     def partition_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
         return partition_for(coordinator_key(group_id, topic_id, partition),

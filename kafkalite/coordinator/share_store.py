@@ -1,6 +1,6 @@
 # The share coordinator's durable side (Kafka's ShareCoordinatorShard), sans sockets: what
 # __share_group_state holds for each share-partition, written as ShareSnapshot/ShareUpdate
-# records (share_state_log.py) and replayed at start.
+# records (share_state_log.py) and replayed when the broker starts (ShareCoordinator.open).
 #
 # A share-partition's first write is a snapshot; later writes are updates carrying only the
 # state batches that differ from what was last written (and the start offset when it
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Iterator
 
 from .share_state_log import (SNAPSHOT, UPDATE, ShareRecord, ShareStateLog, StateBatch,
                               decode_key, decode_value, delta, encode_key, encode_value, overlay,
@@ -54,20 +54,30 @@ class ShareStore:
     # --- replay ---------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Replay every state partition (records of deleted topics are skipped)."""
+        """Replay every state partition at once (records of deleted topics are skipped)."""
+        for _ in self.replay():
+            pass
+
+    def replay(self) -> Iterator[None]:
+        """Replay every state partition, yielding between chunks so that a caller on the
+        event loop can give other work a turn."""
         t = self.log.topic()
         if t is None:
             return
         for partition in range(len(t.partitions)):
             for r in self.log.replay(partition):
-                if r is None or r.key is None:
+                if r is None:
+                    yield None
+                    continue
+                if r.key is None:
                     continue
                 self.replayed += 1
                 try:
                     self._apply(partition, r.key, r.value, r.offset)
                 except (ValueError, IndexError, UnicodeDecodeError) as e:
                     log.warning("Skipping a bad %s record at offset %d: %s",
-                                self.log.topic().name, r.offset, e)
+                                t.name, r.offset, e)
+            yield None
 
     def _apply(self, state_partition: int, key: bytes, value: bytes | None, offset: int
                ) -> None:
@@ -184,6 +194,13 @@ class ShareStore:
     def forget(self, drop: Callable[[PKey], bool]) -> None:
         """Stop tracking share-partitions (their topic was deleted: replay skips them)."""
         for pkey in [k for k in self.state if drop(k)]:
+            del self.state[pkey]
+
+    def drop_stale(self) -> None:
+        """Forget the state of topics deleted (or recreated under their name) since it was
+        replayed."""
+        stale = [k for k, cur in self.state.items() if self.topic_id_of(k[1]) != cur.topic_id]
+        for pkey in stale:
             del self.state[pkey]
 
     async def persist(self, changes: list[tuple[PKey, int, list[StateBatch]]], now_ms: int,

@@ -114,17 +114,11 @@ class TransactionLog(OffsetsLog):
 
     def __init__(self, logs: Any, create_topic: Callable[..., Any], num_partitions: int,
                  notify: Callable[[str, int], None] | None = None):
-        super().__init__(logs, create_topic, num_partitions,
-                         None if notify is None else (lambda _t, p: notify(TOPIC, p)))
-
-    def topic(self) -> Any:
-        return self.logs.get(TOPIC)
-
-    def topic_spec(self) -> tuple[str, int, dict[str, str]]:
         # Kafka's transaction topic configs: compacted, uncompressed, its segment size.
-        return TOPIC, self.configured_partitions, {"cleanup.policy": "compact",
-                                                   "compression.type": "uncompressed",
-                                                   "segment.bytes": str(SEGMENT_BYTES)}
+        super().__init__(logs, create_topic, num_partitions, notify, name=TOPIC,
+                         topic_configs={"cleanup.policy": "compact",
+                                        "compression.type": "uncompressed",
+                                        "segment.bytes": str(SEGMENT_BYTES)})
 
     def write(self, transactional_id: str, t: Transit | None, now_ms: int) -> int:
         """Append one record (None: the id's tombstone); returns its partition. Raises

@@ -73,7 +73,13 @@ def test_describe_alter_delete(share_broker):  # noqa: F811
     assert int(r.responses[0].error_code) == UNKNOWN_TOPIC_OR_PARTITION
     r = delete(c, group, topic)
     assert (int(r.error_code), int(r.responses[0].error_code)) == (0, 0)
-    assert describe(c, group, topic).topics[0].partitions[0].start_offset == -1
+    (p,) = describe(c, group, topic).topics[0].partitions
+    assert (p.start_offset, p.leader_epoch, p.lag, int(p.error_code)) == (-1, 0, -1, 0)
+    # An unknown topic is absence of data, not an error, as in Kafka 4.x (kio reads the zero
+    # topic id as None)
+    (t,) = describe(c, group, "no-such-topic").topics
+    (p,) = t.partitions
+    assert (t.topic_id, p.start_offset, p.leader_epoch, int(p.error_code)) == (None, -1, 0, 0)
     assert int(describe(c, "no-such-group", None).error_code) == GROUP_ID_NOT_FOUND
     r = alter(c, group, "no-such-topic", 0)
     assert int(r.responses[0].partitions[0].error_code) == UNKNOWN_TOPIC_OR_PARTITION

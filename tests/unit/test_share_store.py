@@ -44,6 +44,7 @@ class Harness:
             "share.record.lock.duration.ms": 30000, "share.auto.offset.reset": "earliest",
             "share.session.timeout.ms": 45000, "share.heartbeat.interval.ms": 5000}[n],
             lambda t, p: (0, 1000), lambda t: 2, store)
+        self.sc.open()  # as Broker.open: the replay, at once without a running loop
 
     def restart(self) -> None:
         self.sc.close()
@@ -66,12 +67,17 @@ def persist(sc: ShareCoordinator) -> None:
     asyncio.run(sc.persist())
 
 
-def test_record_layout_and_partitioning(tmp_path):
-    h = Harness(tmp_path)
+def four_accepted(h: Harness) -> None:
+    """t-1: offsets 0-9 acquired, 0-3 accepted, written."""
     sp = h.sc.partition("g", "t", 1)
     sp.acquire("m", [(0, 9)], 100)
     sp.acknowledge("m", [(0, 3, (ACCEPT,))])
     persist(h.sc)
+
+
+def test_record_layout_and_partitioning(tmp_path):
+    h = Harness(tmp_path)
+    four_accepted(h)
     (part, key, value), = h.records()
     tid = h.logs.topics["t"].topic_id
     assert key == (SNAPSHOT, "g", tid, 1)
@@ -160,3 +166,17 @@ def test_group_view_for_the_group_coordinator(tmp_path):
     assert asyncio.run(h.sc.delete_group("idle")).name == "none"
     h.restart()
     assert h.sc.list_groups() == [], "the deletion (a tombstone) survives a restart"
+
+
+def test_replay_in_background_under_a_running_loop(tmp_path):
+    h = Harness(tmp_path)
+    four_accepted(h)
+    h.sc.close()
+    h.logs.close()
+
+    async def reopen() -> tuple[bool, bool, int]:
+        h.open()  # the coordinator opens on the broker's loop, as Broker.open under serve()
+        loading_at_open = h.sc.loading and not h.sc.loaded.is_set()
+        await asyncio.wait_for(h.sc.loaded.wait(), 10)
+        return loading_at_open, h.sc.loading, h.sc.partition("g", "t", 1).start
+    assert asyncio.run(reopen()) == (True, False, 4)

@@ -1,15 +1,17 @@
-# What the share-group handlers (keys 76-79) share: the broker's ShareCoordinator, made on
-# first use (no broker.py wiring: share groups cost nothing until a client uses them), and
-# the check that a group id is not already a classic/consumer group. Not an API handler.
+# What the share-group handlers (keys 76-79, 90-92) share: the broker's ShareCoordinator
+# (made by Broker.open, which replays __share_group_state as it replays the other
+# coordinators' topics), the check that a group id is not already a classic/consumer group,
+# and the COORDINATOR_LOAD_IN_PROGRESS answer while the replay runs. Not an API handler.
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from ...coordinator.group_configs import PROPS
 from ...coordinator.share_state import ShareCoordinator
 from ...coordinator.share_state_log import ShareStateLog
 from ...coordinator.share_store import ShareStore
 from ...wire.errors import ErrorCode as E
+from ..build import ZERO, make, response_module
 from ._configs import group_store
 
 # GROUP configs (share.*) -> the broker setting standing for their default.
@@ -21,28 +23,41 @@ _BROKER_DEFAULTS = {
 
 
 def share_coordinator(broker) -> ShareCoordinator:
-    sc = getattr(broker, "share_groups", None)
-    if sc is None:
-        def group_config(group_id: str, name: str) -> Any:
-            value = group_store(broker).get(group_id).get(name)
-            if value is not None:
-                return value
-            setting = _BROKER_DEFAULTS.get(name)
-            return broker.config[setting] if setting else PROPS[name].default
-
-        def offsets(topic: str, partition: int) -> tuple[int, int] | None:
-            p = broker.logs.partition(topic, partition)
-            return None if p is None else (p.log_start_offset, p.high_watermark)
-
-        def partitions_of(topic: str) -> int | None:
-            t = broker.logs.topics.get(topic)
-            return None if t is None else len(t.partitions)
-
-        sc = ShareCoordinator(broker.clock, broker.config, group_config, offsets,
-                              partitions_of, share_store(broker))
-        broker.share_groups = sc
-        broker.topic_deleted_listeners.append(sc.topic_deleted)
+    sc = broker.share_groups
+    if sc is None:  # a broker that was not open()ed (unit tests of single handlers)
+        sc = broker.share_groups = make_share_coordinator(broker)
+        sc.open()
     return sc
+
+
+def make_share_coordinator(broker) -> ShareCoordinator:
+    """The broker's share coordinator, not yet loaded (open() replays its topic)."""
+    def group_config(group_id: str, name: str) -> Any:
+        value = group_store(broker).get(group_id).get(name)
+        if value is not None:
+            return value
+        setting = _BROKER_DEFAULTS.get(name)
+        return broker.config[setting] if setting else PROPS[name].default
+
+    def offsets(topic: str, partition: int) -> tuple[int, int] | None:
+        p = broker.logs.partition(topic, partition)
+        return None if p is None else (p.log_start_offset, p.high_watermark)
+
+    def partitions_of(topic: str) -> int | None:
+        t = broker.logs.topics.get(topic)
+        return None if t is None else len(t.partitions)
+
+    sc = ShareCoordinator(broker.clock, broker.config, group_config, offsets,
+                          partitions_of, share_store(broker))
+    broker.topic_deleted_listeners.append(sc.topic_deleted)
+    return sc
+
+
+def loading_error(sc: ShareCoordinator) -> tuple[E, str] | None:
+    """For the group-coordinator share APIs while __share_group_state is replayed."""
+    if sc.loading:
+        return E.coordinator_load_in_progress, "The coordinator is loading."
+    return None
 
 
 def share_store(broker) -> ShareStore:
@@ -100,6 +115,23 @@ def offsets_refusal(broker, sc: ShareCoordinator, group_id: str, must_exist: boo
     if not sc.is_empty(group_id):
         return E.non_empty_group, "The group is not empty."
     return None
+
+
+async def offsets_request(ctx, req, response: str, must_exist: bool,
+                          answer: Callable[..., Awaitable[Any]]) -> Any:
+    """Alter/DeleteShareGroupOffsets: the whole answer when the group is refused (loading,
+    offsets_refusal), else one entry per requested topic from
+    `await answer(module, coordinator, requested topic, the broker's Topic or None)`."""
+    mod = response_module(ctx.api_key, ctx.api_version)
+    sc = share_coordinator(ctx.broker)
+    refusal = loading_error(sc) or offsets_refusal(ctx.broker, sc, req.group_id, must_exist)
+    if refusal is not None:
+        return make(getattr(mod, response), throttle_time=ZERO, error_code=refusal[0],
+                    error_message=refusal[1], responses=())
+    topics = ctx.broker.logs.topics
+    out = [await answer(mod, sc, t, topics.get(t.topic_name)) for t in req.topics]
+    return make(getattr(mod, response), throttle_time=ZERO, error_code=E.none,
+                responses=tuple(out))
 
 
 def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics

@@ -9,25 +9,16 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ..build import ZERO, make, response_module
+from ..build import make
 from ..registry import api
-from ._share import offsets_refusal, share_coordinator
+from ._share import offsets_request
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
-    mod = response_module(91, ctx.api_version)
-    broker = ctx.broker
-    sc = share_coordinator(broker)
     gid = req.group_id
 
-    refusal = offsets_refusal(broker, sc, gid, must_exist=False)
-    if refusal is not None:
-        return make(mod.AlterShareGroupOffsetsResponse, throttle_time=ZERO, error_code=refusal[0],
-                    error_message=refusal[1], responses=())
-    out = []
-    for t in req.topics:
-        topic = broker.logs.topics.get(t.topic_name)
+    async def answer(mod, sc, t, topic):
         entries = []
         for p in t.partitions:
             code: E = E.none
@@ -43,7 +34,6 @@ async def handle(ctx, req):
             entries.append(make(mod.AlterShareGroupOffsetsResponsePartition,
                                 partition_index=p.partition_index, error_code=code,
                                 error_message=msg))
-        out.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
-                        topic_id=topic.topic_id if topic else None, partitions=tuple(entries)))
-    return make(mod.AlterShareGroupOffsetsResponse, throttle_time=ZERO, error_code=E.none,
-                responses=tuple(out))
+        return make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+                    topic_id=topic.topic_id if topic else None, partitions=tuple(entries))
+    return await offsets_request(ctx, req, "AlterShareGroupOffsetsResponse", False, answer)

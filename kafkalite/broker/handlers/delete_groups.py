@@ -4,7 +4,8 @@
 # A group with members gets NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, as Kafka.
 # KIP-848 consumer groups likewise: an empty one is dropped with its offsets, one with
 # members gets NON_EMPTY_GROUP. v2 is the flexible version; no behaviour changes between
-# versions.
+# versions. A KIP-932 share group: an empty one is deleted with its share-partition state
+# (tombstones in __share_group_state), one with members gets NON_EMPTY_GROUP.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -21,10 +22,16 @@ async def handle(ctx, req):
     names = list(dict.fromkeys(req.groups_names))
     coord = ctx.broker.groups
     errors: dict = {}
+    share = {g for g in names if coord.group_type(g) == "share"
+             and coord.check_status(g, allow_empty_id=True) is None}
     for g in names:
+        if g in share:
+            errors[g] = await ctx.broker.share_groups.delete_group(g)
+            continue
         if g in coord.consumer_groups and coord.check_status(g, allow_empty_id=True) is None:
             errors[g] = consumer_coordinator(ctx.broker).delete(g)
-    rest = [g for g in names if g not in errors or errors[g] == ErrorCode.none]
+    rest = [g for g in names if g not in share
+            and (g not in errors or errors[g] == ErrorCode.none)]
     classic = coord.delete_groups(rest) if rest else {}
     for g, err in classic.items():
         # A consumer group without committed offsets has no classic twin to delete.

@@ -9,33 +9,22 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ..build import ZERO, make, response_module
+from ..build import make
 from ..registry import api
-from ._share import offsets_refusal, share_coordinator
+from ._share import offsets_request
 
 
 @api(92, "DeleteShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
-    mod = response_module(92, ctx.api_version)
-    broker = ctx.broker
-    sc = share_coordinator(broker)
     gid = req.group_id
 
-    refusal = offsets_refusal(broker, sc, gid, must_exist=True)
-    if refusal is not None:
-        return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=ZERO, error_code=refusal[0],
-                    error_message=refusal[1], responses=())
-    out = []
-    for t in req.topics:
-        topic = broker.logs.topics.get(t.topic_name)
+    async def answer(mod, sc, t, topic):
         if topic is None:
-            out.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
-                            topic_id=None, error_code=E.unknown_topic_or_partition,
-                            error_message="This server does not host this topic-partition."))
-            continue
+            return make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+                        topic_id=None, error_code=E.unknown_topic_or_partition,
+                        error_message="This server does not host this topic-partition.")
         name = t.topic_name
         await sc.delete_state(lambda k: k[0] == gid and k[1] == name)
-        out.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=name,
-                        topic_id=topic.topic_id, error_code=E.none))
-    return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=ZERO, error_code=E.none,
-                responses=tuple(out))
+        return make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=name,
+                    topic_id=topic.topic_id, error_code=E.none)
+    return await offsets_request(ctx, req, "DeleteShareGroupOffsetsResponse", True, answer)

@@ -4,7 +4,8 @@
 # group also answers its protocol name and each member's metadata and assignment; in other
 # states those are empty; a group this broker does not know is answered as "Dead" with no
 # error (v6+ would say GROUP_ID_NOT_FOUND; not served); so is a KIP-848 consumer group, as
-# Kafka 4.x (admin clients describe those with ConsumerGroupDescribe).
+# Kafka 4.x (admin clients describe those with ConsumerGroupDescribe), and a KIP-932 share
+# group (ShareGroupDescribe).
 # Version notes: v3+ authorized operations, computed only when asked (without ACLs: READ,
 # DESCRIBE and DELETE, Kafka's bit set for a group) else Int.MIN; v4+ members'
 # group.instance.id.
@@ -29,8 +30,8 @@ async def handle(ctx, req):
     out = []
     for gid in req.groups:
         err, group = coord.describe_group(gid)
-        if gid in coord.consumer_groups:
-            group = None  # a KIP-848 group is Dead to the classic API, as Kafka's
+        if gid in coord.consumer_groups or coord.group_type(gid) == "share":
+            group = None  # a KIP-848 or share group is Dead to the classic API, as Kafka's
         state, ptype, pdata, members = "Dead", "", "", ()
         if err != ErrorCode.none:
             state = ""

@@ -3,16 +3,22 @@
 # Each share-partition's start offset (SPSO) of the share groups named, for the topics named
 # or (topics null) every share-partition the group has state for; v1 adds the lag (KIP-1226:
 # high watermark minus the start offset minus the records past it whose delivery is
-# complete). A partition the group has no state for answers start offset -1 (as Kafka's
-# ReadShareGroupStateSummary of an uninitialised share-partition); an unknown topic or
-# partition UNKNOWN_TOPIC_OR_PARTITION; an id that is no share group GROUP_ID_NOT_FOUND.
-# Leader epoch is 0 (one broker).
+# complete). A partition the group has no state for, an unknown topic or partition
+# included, answers start offset -1, leader epoch 0 and lag -1 with no error (an unknown
+# topic with the zero topic id), as Kafka 4.x's describeShareGroupOffsets; an id that is
+# no share group GROUP_ID_NOT_FOUND. Leader epoch is 0 (topics never change leader here,
+# and Kafka writes the partition's leader epoch into the state).
 from __future__ import annotations
+
+import uuid
 
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ._share import not_share_group_error, other_group_type, share_coordinator
+from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
+
+
+ZERO_UUID = uuid.UUID(int=0)
 
 
 @api(90, "DescribeShareGroupOffsets", (0, 1))
@@ -24,9 +30,10 @@ async def handle(ctx, req):
     out = []
     for g in req.groups:
         gid = g.group_id
-        if other_group_type(broker, gid) is not None or not sc.has_group(gid):
-            code, msg = (not_share_group_error(gid) if other_group_type(broker, gid)
-                         else (E.group_id_not_found, f"Group {gid} not found."))
+        if sc.loading or other_group_type(broker, gid) is not None or not sc.has_group(gid):
+            code, msg = loading_error(sc) or (
+                not_share_group_error(gid) if other_group_type(broker, gid)
+                else (E.group_id_not_found, f"Group {gid} not found."))
             out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
                             topics=(), error_code=code, error_message=msg))
             continue
@@ -42,22 +49,17 @@ async def handle(ctx, req):
             topic = topics.get(name)
             entries = []
             for idx in parts:
-                if topic is None or not 0 <= idx < len(topic.partitions):
-                    entries.append(make(mod.DescribeShareGroupOffsetsResponsePartition,
-                                        partition_index=idx, start_offset=-1, leader_epoch=-1,
-                                        error_code=E.unknown_topic_or_partition,
-                                        error_message="This server does not host this "
-                                        "topic-partition."))
-                    continue
+                # No state (an unknown topic or partition included) is absence of data, not
+                # an error, as Kafka 4.x's describeShareGroupOffsets: start offset -1,
+                # Kafka's default leader epoch 0, lag -1.
                 start, done = state.get((name, idx), (-1, 0))
-                lag = -1 if start < 0 else max(
+                lag = -1 if start < 0 or topic is None else max(
                     topic.partitions[idx].high_watermark - start - done, 0)
                 entries.append(make(mod.DescribeShareGroupOffsetsResponsePartition,
                                     partition_index=idx, start_offset=start,
-                                    leader_epoch=0 if start >= 0 else -1, lag=lag,
-                                    error_code=E.none))
+                                    leader_epoch=0, lag=lag, error_code=E.none))
             rtopics.append(make(mod.DescribeShareGroupOffsetsResponseTopic, topic_name=name,
-                                topic_id=topic.topic_id if topic else None,
+                                topic_id=topic.topic_id if topic else ZERO_UUID,
                                 partitions=tuple(entries)))
         out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
                         topics=tuple(rtopics), error_code=E.none))

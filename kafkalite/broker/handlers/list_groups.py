@@ -4,7 +4,8 @@
 # topic is loading the groups known so far come with COORDINATOR_LOAD_IN_PROGRESS, as Kafka.
 # Version notes: v4+ filter by state (case-insensitive) and answer each group's state; v5+
 # filter by type and answer it: "classic", or "consumer" for KIP-848 groups (protocol type
-# "consumer", their states Empty/Assigning/Reconciling/Stable), as Kafka 4.x.
+# "consumer", their states Empty/Assigning/Reconciling/Stable), as Kafka 4.x; KIP-932 share
+# groups with protocol type and type "share" (states Empty/Stable), as Kafka 4.x.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -30,5 +31,11 @@ async def handle(ctx, req):
                         group_state=g.state(), group_type="consumer")
                    for gid, g in consumer.items()
                    if not states or g.state().lower() in states]
+    share = ctx.broker.share_groups
+    if share is not None and not coord.closed and (not types or "share" in types):
+        listed += [make(mod.ListedGroup, group_id=gid, protocol_type="share",
+                        group_state=state, group_type="share")
+                   for gid, state in share.list_groups()
+                   if not states or state.lower() in states]
     return make(response_class(16, v), throttle_time=ZERO, error_code=err,
                 groups=tuple(listed))

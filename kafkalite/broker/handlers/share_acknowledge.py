@@ -29,6 +29,8 @@ async def handle(ctx, req):
 
     if not req.group_id or not req.member_id:
         return top_error(E.invalid_request, "group id and member id must be set")
+    if sc.loading:  # the records' state comes from the replay (see share_fetch.py)
+        await sc.loaded.wait()
     if req.share_session_epoch == INITIAL_EPOCH:
         return top_error(E.invalid_share_session_epoch)
     session = sc.sessions.check(req.group_id, req.member_id, req.share_session_epoch)

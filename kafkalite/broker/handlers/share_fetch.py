@@ -21,6 +21,8 @@
 # aborted_transactions) instead of acquiring them, as Kafka's share fetch does. When
 # retention or DeleteRecords moved the log start offset past the share-partition start
 # offset, the SPSO moves up to it first.
+# The answer goes as soon as any session partition has records acquired (min_bytes is taken
+# as 1: librdkafka and the Java client send 1), else at max_wait.
 # Gaps: v2's RENEW acknowledge type is refused.
 from __future__ import annotations
 
@@ -125,6 +127,8 @@ async def handle(ctx, req):
 
     if not req.group_id or not req.member_id:
         return top_error(E.invalid_request, "group id and member id must be set")
+    if sc.loading:  # share-partitions initialise from the replayed state, as Kafka's wait
+        await sc.loaded.wait()  # for their persister read
     has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
     epoch = req.share_session_epoch
     if epoch == INITIAL_EPOCH:
@@ -194,7 +198,9 @@ async def handle(ctx, req):
             entries.append(make(
                 mod.PartitionData, partition_index=idx, error_code=code,
                 acknowledge_error_code=ack_code, acknowledge_error_message=ack_msg,
-                current_leader=leader, records=data,
+                # kio writes records as non-nullable: an ack-only or failed partition
+                # answers empty records, which clients read as no batches.
+                current_leader=leader, records=b"" if data is None else data,
                 acquired_records=tuple(mod.AcquiredRecords(
                     first_offset=f, last_offset=last, delivery_count=c)
                     for f, last, c in ranges)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ._share import not_share_group_error, other_group_type, share_coordinator
+from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
 from .describe_groups import GROUP_OPS, NO_OPS
 
 
@@ -24,9 +24,10 @@ async def handle(ctx, req):
     out = []
     for gid in req.group_ids:
         group = sc.groups.groups.get(gid)
-        if group is None:
-            code, msg = (not_share_group_error(gid) if other_group_type(broker, gid)
-                         else (E.group_id_not_found, f"Group {gid} not found."))
+        if group is None or sc.loading:
+            code, msg = loading_error(sc) or (
+                not_share_group_error(gid) if other_group_type(broker, gid)
+                else (E.group_id_not_found, f"Group {gid} not found."))
             out.append(make(mod.DescribedGroup, error_code=code, error_message=msg,
                             group_id=gid, group_state="Dead", group_epoch=-1,
                             assignment_epoch=-1, assignor_name="", members=(),

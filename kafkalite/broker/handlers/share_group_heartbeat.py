@@ -14,7 +14,7 @@ from ...coordinator.share_group import ShareGroupError
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, ms, response_module
 from ..registry import api
-from ._share import not_share_group_error, other_group_type, share_coordinator
+from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
 
 
 @api(76, "ShareGroupHeartbeat", (1, 1))
@@ -28,6 +28,9 @@ async def handle(ctx, req):
                     error_message=message, member_id=None, member_epoch=0,
                     heartbeat_interval=ZERO, assignment=None)
 
+    loading = loading_error(sc)
+    if loading is not None:
+        return fail(*loading)
     if req.group_id and other_group_type(broker, req.group_id) is not None:
         return fail(*not_share_group_error(req.group_id))
     host = "/" + ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
