@@ -63,7 +63,7 @@
 # | ApiVersions, DescribeCluster, SASL | none (DescribeCluster computes authorized_operations)     |
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from .acls import Authorizer, Operation, ResourceType
 
@@ -97,11 +97,17 @@ def check(ctx: Any, operation: Operation, resource_type: ResourceType, name: str
     return auth.authorize(principal_of(ctx), host_of(ctx), operation, resource_type, name)
 
 
-def admin_refusal(ctx: Any, operation: Operation) -> tuple[int, str] | None:
+def admin_refusal(ctx: Any, operation: Operation, items: Iterable[Any],
+                  fields: tuple[str, ...]) -> tuple[int, str] | None:
     """Why an ACL admin request (DescribeAcls: DESCRIBE, Create/DeleteAcls: ALTER on the
     CLUSTER) is refused as a whole, as AclApis: SECURITY_DISABLED without an authorizer,
-    CLUSTER_AUTHORIZATION_FAILED for a principal not allowed; None when it may proceed."""
-    from ..wire.errors import ErrorCode
+    CLUSTER_AUTHORIZATION_FAILED for a principal not allowed; None when it may proceed.
+    A raw UNKNOWN (0) in the `fields` of any creation or filter closes the connection
+    (MalformedRequest), as Kafka's request parsing refuses it first."""
+    from ..wire.errors import ErrorCode, MalformedRequest
+    if any(getattr(item, name) == 0 for item in items for name in fields):
+        raise MalformedRequest(f"API key {ctx.api_key}: an UNKNOWN (0) resource type, "
+                               "pattern type, operation or permission")
     if getattr(ctx.broker, "authorizer", None) is None:
         return ErrorCode.security_disabled, "No Authorizer is configured."
     if not check(ctx, operation, ResourceType.CLUSTER, "kafka-cluster"):

@@ -76,6 +76,9 @@ class Permission(IntEnum):
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 CLUSTER_NAME = "kafka-cluster"
+# The kio fields of a creation and of a filter holding the four enum codes.
+CREATION_CODES = ("resource_type", "resource_pattern_type", "operation", "permission_type")
+FILTER_CODES = ("resource_type_filter", "pattern_type_filter", "operation", "permission_type")
 IMPLIES_DESCRIBE = frozenset({Operation.DESCRIBE, Operation.READ, Operation.WRITE,
                               Operation.DELETE, Operation.ALTER})
 IMPLIES_DESCRIBE_CONFIGS = frozenset({Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS})
@@ -154,12 +157,6 @@ class AclFilter:
                 and (self.host is None or self.host == b.host)
                 and self.operation in (Operation.ANY, b.operation)
                 and self.permission in (Permission.ANY, b.permission))
-
-
-# Raw code 0 (UNKNOWN) in a creation or filter is refused while Kafka parses the request,
-# which closes the connection; codes it does not know map to UNKNOWN and are answered.
-def has_raw_unknown(*codes: int) -> bool:
-    return 0 in codes
 
 
 class WholeRequestFailed(Exception):

@@ -12,9 +12,8 @@
 from __future__ import annotations
 
 from ...security.acl_check import admin_refusal
-from ...security.acls import AclBinding, Operation, has_raw_unknown
+from ...security.acls import CREATION_CODES, AclBinding, Operation
 from ...wire.codec import response_class
-from ...wire.errors import MalformedRequest
 from ..build import ZERO, make, response_module
 from ..registry import api
 
@@ -23,10 +22,7 @@ from ..registry import api
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(30, v)
-    if any(has_raw_unknown(c.resource_type, c.resource_pattern_type, c.operation,
-                           c.permission_type) for c in req.creations):
-        raise MalformedRequest("CreateAcls creation with an UNKNOWN element")
-    refused = admin_refusal(ctx, Operation.ALTER)
+    refused = admin_refusal(ctx, Operation.ALTER, req.creations, CREATION_CODES)
     if refused is not None:
         results = [refused] * len(req.creations)
     else:

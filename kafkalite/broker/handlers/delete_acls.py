@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 from ...security.acl_check import admin_refusal
-from ...security.acls import AclFilter, Operation, has_raw_unknown
+from ...security.acls import FILTER_CODES, AclFilter, Operation
 from ...wire.codec import response_class
-from ...wire.errors import ErrorCode, MalformedRequest
+from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
 
@@ -23,10 +23,7 @@ from ..registry import api
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(31, v)
-    if any(has_raw_unknown(f.resource_type_filter, f.pattern_type_filter, f.operation,
-                           f.permission_type) for f in req.filters):
-        raise MalformedRequest("DeleteAcls filter with an UNKNOWN element")
-    refused = admin_refusal(ctx, Operation.ALTER)
+    refused = admin_refusal(ctx, Operation.ALTER, req.filters, FILTER_CODES)
     if refused is not None:
         results = [(*refused, [])] * len(req.filters)
     else:

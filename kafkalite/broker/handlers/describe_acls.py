@@ -11,9 +11,9 @@
 from __future__ import annotations
 
 from ...security.acl_check import admin_refusal
-from ...security.acls import AclFilter, Operation, has_raw_unknown
+from ...security.acls import FILTER_CODES, AclFilter, Operation
 from ...wire.codec import response_class
-from ...wire.errors import ErrorCode, MalformedRequest
+from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
 
@@ -22,10 +22,7 @@ from ..registry import api
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(29, v)
-    if has_raw_unknown(req.resource_type_filter, req.pattern_type_filter, req.operation,
-                       req.permission_type):
-        raise MalformedRequest("DescribeAcls filter with an UNKNOWN element")
-    refused = admin_refusal(ctx, Operation.DESCRIBE)
+    refused = admin_refusal(ctx, Operation.DESCRIBE, (req,), FILTER_CODES)
     if refused is not None:
         code, message = refused
         if code == ErrorCode.security_disabled:
