@@ -45,6 +45,9 @@ _at_least = at_least  # the names Prop lines use
 _one_of = one_of
 
 
+AUTHORIZER_CLASSES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                      "kafka.security.authorizer.AclAuthorizer")
+
 BROKER_PROPS: list[Prop] = [
     Prop("node.id", "int", 1, _at_least(0), "Broker id (keep it small: librdkafka assumes so)."),
     Prop("broker.id", "int", -1, None, "Alias of node.id kept for old configs."),
@@ -160,6 +163,12 @@ BROKER_PROPS: list[Prop] = [
     Prop("fetch.max.bytes", "int", 57671680, _at_least(0)),
     Prop("process.roles", "list", "broker,controller"),
     Prop("inter.broker.protocol.version", "string", "3.9-IV0"),
+    # The ACL authorizer (security/acls.py): Kafka's two ACL authorizers' class names switch
+    # it on; empty, Kafka's default, leaves the ACL APIs answering SECURITY_DISABLED.
+    Prop("authorizer.class.name", "string", "", _one_of("", *AUTHORIZER_CLASSES)),
+    Prop("super.users", "string", None, None,
+         "Principals (User:name, separated by ';') that every ACL check allows."),
+    Prop("allow.everyone.if.no.acl.found", "boolean", False),
     # kafkalite's own settings (no Kafka equivalent).
     Prop("kafkalite.fsync.before.ack", "boolean", False, None,
          "fsync the partition before answering acks=all (durable on power loss; slower)."),

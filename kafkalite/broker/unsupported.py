@@ -9,7 +9,6 @@ log = logging.getLogger("kafkalite.broker")
 
 _FEATURES = {
     "SASL authentication": {17: "SaslHandshake", 36: "SaslAuthenticate"},
-    "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",

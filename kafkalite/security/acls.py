@@ -1,0 +1,312 @@
+# ACL bindings and the authorizer, with Kafka's StandardAuthorizer semantics (KRaft):
+# - a binding is a resource pattern (type, name, LITERAL or PREFIXED) and an entry
+#   (principal, host, operation, ALLOW or DENY);
+# - authorize(): a super user is always allowed; otherwise the ACLs whose pattern matches the
+#   resource (LITERAL equal name, LITERAL "*", PREFIXED a prefix of the name) decide: the
+#   principal must be the caller's or User:*, the host the caller's or "*"; a matching DENY
+#   wins; ALLOW on the operation, on ALL, or (ALLOW only) READ/WRITE/DELETE/ALTER for DESCRIBE
+#   and ALTER_CONFIGS for DESCRIBE_CONFIGS allows; when no ACL names the resource at all,
+#   allow.everyone.if.no.acl.found decides, otherwise the answer is no.
+# - filters as Kafka's AclBindingFilter (DescribeAcls, DeleteAcls): ANY matches every value,
+#   null names/principals/hosts match any, MATCH matches the patterns that would apply to the
+#   named resource; a filter with an UNKNOWN element matches nothing.
+# - creation checks in Kafka 3.8's order (AclApis, then AclControlManager): ANY or MATCH in
+#   a creation fails the whole request (Kafka's ResourcePattern refuses them while parsing);
+#   principals and hosts are not checked, as Kafka 3.8 does not.
+# The bindings persist in .kafkalite/acls.json, written on the metadata worker thread (temp
+# file, fsync, rename) and loaded at start. No network I/O.
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Iterable
+
+from ..fileio import atomic_write
+from ..log.flusher import metadata_worker
+from ..wire.errors import ErrorCode
+
+
+class ResourceType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class Operation(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class Permission(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+WILDCARD = "*"
+WILDCARD_PRINCIPAL = "User:*"
+CLUSTER_NAME = "kafka-cluster"
+# The kio fields of a creation and of a filter holding the four enum codes.
+CREATION_CODES = ("resource_type", "resource_pattern_type", "operation", "permission_type")
+FILTER_CODES = ("resource_type_filter", "pattern_type_filter", "operation", "permission_type")
+IMPLIES_DESCRIBE = frozenset({Operation.DESCRIBE, Operation.READ, Operation.WRITE,
+                              Operation.DELETE, Operation.ALTER})
+IMPLIES_DESCRIBE_CONFIGS = frozenset({Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS})
+
+
+def _enum(cls: type[IntEnum], code: int) -> IntEnum:
+    """Kafka's fromCode: a code it does not know is UNKNOWN."""
+    try:
+        return cls(code)
+    except ValueError:
+        return cls(0)
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    resource_type: ResourceType
+    name: str
+    pattern_type: PatternType
+    principal: str
+    host: str
+    operation: Operation
+    permission: Permission
+
+    @classmethod
+    def of(cls, rtype: int, name: str, ptype: int, principal: str, host: str, op: int,
+           perm: int) -> "AclBinding":
+        return cls(_enum(ResourceType, rtype), name, _enum(PatternType, ptype), principal,
+                   host, _enum(Operation, op), _enum(Permission, perm))
+
+    def as_list(self) -> list:
+        return [int(self.resource_type), self.name, int(self.pattern_type), self.principal,
+                self.host, int(self.operation), int(self.permission)]
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    resource_type: ResourceType
+    name: str | None
+    pattern_type: PatternType
+    principal: str | None
+    host: str | None
+    operation: Operation
+    permission: Permission
+
+    @classmethod
+    def of(cls, rtype: int, name: str | None, ptype: int, principal: str | None,
+           host: str | None, op: int, perm: int) -> "AclFilter":
+        return cls(_enum(ResourceType, rtype), name, _enum(PatternType, ptype), principal,
+                   host, _enum(Operation, op), _enum(Permission, perm))
+
+    def pattern_unknown(self) -> bool:
+        return (self.resource_type == ResourceType.UNKNOWN
+                or self.pattern_type == PatternType.UNKNOWN)
+
+    def entry_unknown(self) -> bool:
+        return (self.operation == Operation.UNKNOWN
+                or self.permission == Permission.UNKNOWN)
+
+    def matches(self, b: AclBinding) -> bool:
+        if self.pattern_unknown() or self.entry_unknown():
+            return False
+        if self.resource_type not in (ResourceType.ANY, b.resource_type):
+            return False
+        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH, b.pattern_type):
+            return False
+        if self.name is not None:
+            if self.pattern_type != PatternType.MATCH:
+                if self.name != b.name:
+                    return False
+            elif b.pattern_type == PatternType.LITERAL:
+                if b.name not in (self.name, WILDCARD):
+                    return False
+            elif not self.name.startswith(b.name):
+                return False
+        return ((self.principal is None or self.principal == b.principal)
+                and (self.host is None or self.host == b.host)
+                and self.operation in (Operation.ANY, b.operation)
+                and self.permission in (Permission.ANY, b.permission))
+
+
+class WholeRequestFailed(Exception):
+    """ANY or MATCH in a creation: Kafka fails every creation of the request with
+    UNKNOWN_SERVER_ERROR and a null message, creating none."""
+
+
+def creation_error(b: AclBinding) -> tuple[int, str] | None:
+    """(error code, message) for a binding Kafka refuses, None for a valid one."""
+    if (b.resource_type == ResourceType.ANY
+            or b.pattern_type in (PatternType.ANY, PatternType.MATCH)
+            or b.operation == Operation.ANY or b.permission == Permission.ANY):
+        raise WholeRequestFailed()
+    bad = ErrorCode.invalid_request
+    if b.resource_type == ResourceType.CLUSTER and b.name != CLUSTER_NAME:
+        return bad, f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not b.name:
+        return bad, "Invalid empty resource name"
+    for label, value in (("resourceType", b.resource_type), ("patternType", b.pattern_type),
+                         ("operation", b.operation), ("permissionType", b.permission)):
+        if value == 0:
+            return bad, f"Invalid {label} UNKNOWN"
+    return None
+
+
+def _entry_result(b: AclBinding, principal: str, host: str, op: Operation) -> Permission | None:
+    if b.principal not in (principal, WILDCARD_PRINCIPAL):
+        return None
+    if b.host != WILDCARD and b.host != host:
+        return None
+    if b.operation != Operation.ALL:
+        if b.permission == Permission.ALLOW:
+            if op == Operation.DESCRIBE:
+                implied = b.operation in IMPLIES_DESCRIBE
+            elif op == Operation.DESCRIBE_CONFIGS:
+                implied = b.operation in IMPLIES_DESCRIBE_CONFIGS
+            else:
+                implied = b.operation == op
+            if not implied:
+                return None
+        elif b.operation != op:
+            return None
+    return b.permission
+
+
+class Authorizer:
+    def __init__(self, state_dir: str | None, super_users: str = "",
+                 allow_if_no_acl: bool = False):
+        self.path = os.path.join(state_dir, "acls.json") if state_dir else None
+        self.super_users = frozenset(p.strip() for p in (super_users or "").split(";")
+                                     if p.strip())
+        self.allow_if_no_acl = allow_if_no_acl
+        self.acls: dict[AclBinding, None] = {}  # an ordered set, in creation order
+        # resource type -> literal name -> bindings, and the PREFIXED bindings, for authorize.
+        self._literal: dict[ResourceType, dict[str, list[AclBinding]]] = {}
+        self._prefixed: dict[ResourceType, list[AclBinding]] = {}
+
+    # --- persistence ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        if self.path is None or not os.path.exists(self.path):
+            return
+        with open(self.path, "rb") as f:
+            for item in json.loads(f.read()):
+                self.acls[AclBinding.of(*item)] = None
+        self._reindex()
+
+    async def _save(self) -> None:
+        if self.path is None:
+            return
+        # Encoded on the loop, written on the worker: it never sees a set being changed.
+        data = json.dumps([b.as_list() for b in self.acls], indent=0).encode()
+        await asyncio.wrap_future(metadata_worker().submit(self._write, data))
+
+    def _write(self, data: bytes) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        atomic_write(self.path, data)
+
+    def _reindex(self) -> None:
+        self._literal, self._prefixed = {}, {}
+        for b in self.acls:
+            if b.pattern_type == PatternType.LITERAL:
+                self._literal.setdefault(b.resource_type, {}).setdefault(b.name, []).append(b)
+            else:
+                self._prefixed.setdefault(b.resource_type, []).append(b)
+
+    # --- the admin APIs ---------------------------------------------------------------------
+
+    async def create(self, bindings: list[AclBinding]) -> list[tuple[int, str | None]]:
+        """(error code, message) per binding, in request order; a binding already present
+        succeeds without a second copy."""
+        try:
+            errors = [creation_error(b) for b in bindings]
+        except WholeRequestFailed:
+            return [(ErrorCode.unknown_server_error, None)] * len(bindings)
+        added = False
+        for b, err in zip(bindings, errors):
+            if err is None and b not in self.acls:
+                self.acls[b] = None
+                added = True
+        if added:
+            self._reindex()
+            await self._save()
+        return [err or (ErrorCode.none, "") for err in errors]
+
+    def describe(self, f: AclFilter) -> list[AclBinding]:
+        return [b for b in self.acls if f.matches(b)]
+
+    async def delete(self, filters: list[AclFilter]
+                     ) -> list[tuple[int, str | None, list[AclBinding]]]:
+        """Per filter: (error code, message, the bindings it matched). Every filter sees the
+        bindings present before the request, as Kafka's controller applies them at once."""
+        out: list[tuple[int, str | None, list[AclBinding]]] = []
+        doomed: set[AclBinding] = set()
+        for f in filters:
+            if f.pattern_unknown():
+                out.append((ErrorCode.invalid_request, "Unknown patternFilter.", []))
+            elif f.entry_unknown():
+                out.append((ErrorCode.invalid_request, "Unknown entryFilter.", []))
+            else:
+                matched = self.describe(f)
+                doomed.update(matched)
+                out.append((ErrorCode.none, None, matched))
+        if doomed:
+            for b in doomed:
+                del self.acls[b]
+            self._reindex()
+            await self._save()
+        return out
+
+    # --- authorization ----------------------------------------------------------------------
+
+    def _candidates(self, rtype: ResourceType, name: str) -> Iterable[AclBinding]:
+        literal = self._literal.get(rtype, {})
+        yield from literal.get(name, ())
+        if name != WILDCARD:
+            yield from literal.get(WILDCARD, ())
+        for b in self._prefixed.get(rtype, ()):
+            if name.startswith(b.name):
+                yield b
+
+    def authorize(self, principal: str, host: str, operation: Operation,
+                  resource_type: ResourceType, name: str) -> bool:
+        if principal in self.super_users:
+            return True
+        found = allowed = False
+        for b in self._candidates(resource_type, name):
+            found = True
+            result = _entry_result(b, principal, host, operation)
+            if result == Permission.DENY:
+                return False
+            allowed = allowed or result == Permission.ALLOW
+        return allowed or (not found and self.allow_if_no_acl)
