@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode
+from .consumer_group_coordinator import ConsumerGroupCoordinator
 from .consumer_group_records import KINDS as CONSUMER_KEYS
 from .consumer_group_store import ConsumerGroupLoader
 from .groups import CommittedOffset, Group, GroupState
@@ -60,6 +61,10 @@ class GroupCoordinator(GroupRegistry):
         self._load_task: asyncio.Task | None = None
         self._deleted_while_loading: list[str] = []
         self._next_expiry_check: int | None = None  # monotonic ms
+        # KIP-848 groups: made now, so the load arms the replayed members' session timers.
+        self.consumer_coordinator = ConsumerGroupCoordinator(
+            self, config,
+            lambda: {n: (len(t.partitions), t.internal) for n, t in logs.topics.items()})
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -95,6 +100,7 @@ class GroupCoordinator(GroupRegistry):
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         self._release_waiters()
+        self.consumer_coordinator.close()
         self.closed = True
 
     def _release_waiters(self) -> None:
@@ -331,8 +337,7 @@ class _Loader:
             c.txn.restore(group, self.open.get(gid, {}))
             n_offsets += len(group.offsets)
         n_members = self.consumer.restore(c.consumer_groups, c.store.logs)
-        if c.consumer_coordinator is not None:
-            c.consumer_coordinator.arm_restored()
+        c.consumer_coordinator.arm_restored()
         c.loading = False
         for topic in c._deleted_while_loading:
             c.offsets.remove_topic(topic)
