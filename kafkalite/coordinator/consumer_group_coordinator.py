@@ -17,8 +17,11 @@
 # online migration: group.consumer.migration.policy=disabled in Kafka's terms).
 # Every change is written to __consumer_offsets and replayed at start
 # (consumer_group_store.py): members come back with their ids, epochs and assignments.
-# Deliberate gap: the per-group consumer.session.timeout.ms / consumer.heartbeat.interval.ms
-# overrides are not applied.
+# The coordinator is made with the classic one (groups_coordinator.py), so the members
+# replayed at start get their session timers when the load ends, whether or not they return.
+# A group's GROUP-resource configs consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+# (`overrides`) replace the broker's group.consumer.* settings for it, read at each heartbeat
+# as Kafka's GroupConfigManager is.
 from __future__ import annotations
 
 import logging
@@ -41,6 +44,8 @@ E = ErrorCode
 
 # name -> (partition count, internal)
 TopicsFn = Callable[[], Mapping[str, tuple[int, bool]]]
+# group id -> its GROUP-resource config overrides (group_configs.py), as strings
+OverridesFn = Callable[[str], Mapping[str, str]]
 
 
 class HeartbeatError(Exception):
@@ -76,10 +81,12 @@ class HeartbeatAnswer:
 
 
 class ConsumerGroupCoordinator:
-    def __init__(self, registry: GroupRegistry, config: Any, topics: TopicsFn):
+    def __init__(self, registry: GroupRegistry, config: Any, topics: TopicsFn,
+                 overrides: OverridesFn | None = None):
         self.registry = registry
         self.clock = registry.clock
         self.topics = topics
+        self.overrides: OverridesFn = overrides or (lambda group_id: {})
         self.session_ms: int = config["group.consumer.session.timeout.ms"]
         self.heartbeat_ms: int = config["group.consumer.heartbeat.interval.ms"]
         self.max_size: int = config["group.consumer.max.size"]
@@ -217,7 +224,8 @@ class ConsumerGroupCoordinator:
         self._schedule_session(group, member)
         self.store.sync(group, None if replaced is not None else member.member_id)
         show = hb.owned is not None or joining or member.assigned != old_assigned
-        return HeartbeatAnswer(member.member_id, member.epoch, self.heartbeat_ms,
+        return HeartbeatAnswer(member.member_id, member.epoch,
+                               self.heartbeat_interval_ms(group.group_id),
                                dict(member.assigned) if show else None)
 
     @staticmethod
@@ -348,7 +356,18 @@ class ConsumerGroupCoordinator:
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = self.clock.call_later(
-            self.session_ms, self._session_expired, group, member.member_id)
+            self.session_timeout_ms(group.group_id), self._session_expired, group,
+            member.member_id)
+
+    def _setting(self, group_id: str, name: str, default: int) -> int:
+        value = self.overrides(group_id).get(name)
+        return default if value is None else int(value)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._setting(group_id, "consumer.session.timeout.ms", self.session_ms)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._setting(group_id, "consumer.heartbeat.interval.ms", self.heartbeat_ms)
 
     def _current(self, group: ConsumerGroup, member_id: str) -> ConsumerMember | None:
         if self.groups.get(group.group_id) is not group:
