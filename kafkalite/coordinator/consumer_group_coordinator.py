@@ -13,8 +13,9 @@
 # group.consumer.session.timeout.ms is fenced (removed; its partitions go back to the pool at
 # once), as is one that holds partitions to revoke past its rebalance timeout. The ids of the
 # group-id namespace: an empty classic group becomes a consumer group on the first heartbeat
-# (its committed offsets kept); a classic group with members answers GROUP_ID_NOT_FOUND (no
-# online migration: group.consumer.migration.policy=disabled in Kafka's terms).
+# (its committed offsets kept); a classic group with members is upgraded online when
+# group.consumer.migration.policy allows it (consumer_group_classic.py, which also serves
+# its classic members), else answers GROUP_ID_NOT_FOUND.
 # Every change is written to __consumer_offsets and replayed at start
 # (consumer_group_store.py): members come back with their ids, epochs and assignments.
 # The coordinator is made with the classic one (groups_coordinator.py), so the members
@@ -34,6 +35,7 @@ from .consumer_assignors import ASSIGNORS, MemberSpec, configured
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup,
                              ConsumerMember, MemberState, is_subset, new_member_id,
                              reconcile)
+from .consumer_group_classic import ClassicMembers
 from .consumer_group_store import ConsumerGroupStore
 from .consumer_subscriptions import InvalidRegex, compile_regex, subscribed_topics
 from .groups_registry import GroupRegistry
@@ -93,6 +95,7 @@ class ConsumerGroupCoordinator:
         self.assignors = configured(
             [a for a in config["group.consumer.assignors"].split(",") if a.strip()])
         self.store = ConsumerGroupStore(registry.store, registry.wall_ms)
+        self.classic = ClassicMembers(self, config["group.consumer.migration.policy"])
         registry.consumer_coordinator = self
         self.arm_restored()
 
@@ -153,8 +156,16 @@ class ConsumerGroupCoordinator:
             return group
         classic = self.registry.groups.get(group_id)
         if classic is not None and classic.members:
-            raise HeartbeatError(E.group_id_not_found,
-                                 f"Group {group_id} is not a consumer group.")
+            if not create or not self.classic.can_upgrade(classic):
+                raise HeartbeatError(E.group_id_not_found,
+                                     f"Group {group_id} is not a consumer group.")
+            try:
+                return self.classic.upgrade(classic)
+            except ValueError as e:
+                raise HeartbeatError(E.group_id_not_found,
+                                     f"Cannot upgrade the classic group {group_id} to "
+                                     f"consumer group because the embedded consumer protocol "
+                                     f"is malformed: {e}.") from None
         if not create:
             raise HeartbeatError(E.group_id_not_found, f"Group {group_id} not found.")
         group = ConsumerGroup(group_id)
@@ -206,27 +217,36 @@ class ConsumerGroupCoordinator:
             group.target[member.member_id] = dict(replaced_target)
             log.info("Consumer group %s: static member %s (instance %s) replaces %s",
                      group.group_id, member.member_id, hb.instance_id, replaced.member_id)
-        group.add(member)
-        bump = new or before != (member.subscribed_names, member.subscribed_regex)
         if new and replaced is None:
             log.info("Consumer group %s: member %s joins", group.group_id, member.member_id)
-        metadata = self._subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
-        if bump and replaced is None:
-            group.epoch += 1
-        if group.epoch > group.assignment_epoch:
-            self._assign(group)
         old_assigned = member.assigned
-        if reconcile(group, member, hb.owned):
-            self._on_reconciled(group, member)
-        self._schedule_session(group, member)
-        self.store.sync(group, None if replaced is not None else member.member_id)
+        self.advance(group, member, new or before != (member.subscribed_names,
+                                                      member.subscribed_regex),
+                     hb.owned, replaced is not None)
         show = hb.owned is not None or joining or member.assigned != old_assigned
         return HeartbeatAnswer(member.member_id, member.epoch,
                                self.heartbeat_interval_ms(group.group_id),
                                dict(member.assigned) if show else None)
+
+    def advance(self, group: ConsumerGroup, member: ConsumerMember, changed: bool,
+                owned: Assignment | None, replacing: bool = False) -> None:
+        """Add or update `member`, bump the group epoch when its subscription or the
+        subscribed topics changed, recompute the target, move the member towards it, restart
+        its session and write what changed (the steps of Kafka's consumerGroupHeartbeat, also
+        taken for classic members' JoinGroup)."""
+        group.add(member)
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            changed = True
+        if changed and not replacing:
+            group.epoch += 1
+        if group.epoch > group.assignment_epoch:
+            self._assign(group)
+        if reconcile(group, member, owned):
+            self._on_reconciled(group, member)
+        self._schedule_session(group, member)
+        self.store.sync(group, None if replacing else member.member_id)
 
     @staticmethod
     def _member(group: ConsumerGroup, member_id: str, create: bool) -> ConsumerMember:
@@ -355,9 +375,10 @@ class ConsumerGroupCoordinator:
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
+        timeout = (member.classic.session_timeout_ms if member.classic is not None
+                   else self.session_timeout_ms(group.group_id))
         member.session_timer = self.clock.call_later(
-            self.session_timeout_ms(group.group_id), self._session_expired, group,
-            member.member_id)
+            timeout, self._session_expired, group, member.member_id)
 
     def _setting(self, group_id: str, name: str, default: int) -> int:
         value = self.overrides(group_id).get(name)

@@ -7,13 +7,13 @@
 # join at once; v5+ carries group.instance.id (static membership, KIP-345); v7+ answers the
 # protocol type; v9 may tell a restarted static leader to skip assignment. v0/v1 stay
 # advertised (KAFKA-19444). The client host is the peer address as Kafka writes it ("/ip").
-# A KIP-848 consumer group of the same id answers INCONSISTENT_GROUP_PROTOCOL while it has
-# members (no online migration); an empty one gives the id back to the classic protocol.
+# A KIP-848 consumer group of the same id: an empty one gives the id back to the classic
+# protocol; one with members takes the member in as a classic member (online migration,
+# coordinator/consumer_group_classic.py, routed by the group coordinator).
 # Gaps: the reason (v8+) is only logged; no authorization.
 from __future__ import annotations
 
 from ...wire.codec import response_class
-from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module, to_ms
 from ..registry import api
 
@@ -25,11 +25,6 @@ async def handle(ctx, req):
     rebalance_ms = to_ms(req.rebalance_timeout) if v >= 1 else session_ms
     host = "/" + ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
     protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
-    if not ctx.broker.groups.release_consumer_group(req.group_id):  # KIP-848 group with members
-        return make(response_class(11, v), throttle_time=ZERO,
-                    error_code=ErrorCode.inconsistent_group_protocol, generation_id=-1,
-                    protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
-                    skip_assignment=False, member_id=req.member_id, members=())
     result = await ctx.broker.groups.join_group(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), v >= 4, v >= 9,
         ctx.client_id or "", host, rebalance_ms, session_ms, req.protocol_type, protocols,
