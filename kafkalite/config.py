@@ -155,6 +155,9 @@ BROKER_PROPS: list[Prop] = [
     Prop("group.consumer.assignors", "list", "uniform,range", None,
          "Server-side assignors of consumer groups (uniform, range or Kafka's class names); "
          "the first is the default."),
+    Prop("group.consumer.migration.policy", "string", "bidirectional",
+         _one_of("bidirectional", "upgrade", "downgrade", "disabled"),
+         "Online migration between classic and consumer groups (Kafka 4.x's default)."),
     # KIP-932's share coordinator (ShareCoordinatorConfig, Kafka 4.1 defaults).
     Prop("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
     Prop("share.coordinator.state.topic.segment.bytes", "int", 104857600, _at_least(1)),

@@ -34,6 +34,7 @@ from ..wire.header import parse_fixed, response_header, skip_tagged_fields
 from .build import has_field, ms
 from .dynamic_configs import open_configs
 from .fetch_sessions import FetchSessionCache
+from .handlers._configs import group_store
 from .quotas import ClientQuotas
 from .registry import HANDLERS
 from .unsupported import refusal
@@ -107,6 +108,7 @@ class Broker:
         self.topic_deleted_listeners.append(groups.on_topic_deleted)
         self.txn_marker_listeners.append(groups.on_txn_marker)
         self.groups = groups
+        groups.consumer_coordinator.overrides = lambda gid: group_store(self).get(gid)
         groups.open()
         self.transactions = TransactionCoordinator(
             self.config, self.logs, self.create_topic, clock=self.clock,

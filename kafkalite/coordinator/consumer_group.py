@@ -35,6 +35,14 @@ def new_member_id() -> str:
             return s
 
 
+@dataclass
+class ClassicInfo:
+    """A member of a consumer group that speaks the classic protocol (JoinGroup/SyncGroup/
+    Heartbeat), Kafka's ClassicMemberMetadata: its session timeout and JoinGroup protocols."""
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+
+
 class MemberState(Enum):
     STABLE = "stable"
     UNREVOKED_PARTITIONS = "unrevoked_partitions"
@@ -57,6 +65,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     revoking: Assignment = field(default_factory=dict)
+    classic: ClassicInfo | None = None
     # Timers (the clock's handles), owned by the coordinator.
     session_timer: Any = None
     rebalance_timer: Any = None
@@ -128,6 +137,8 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return E.unknown_member_id
+        if member.classic is not None:  # its generation is its member epoch
+            return E.illegal_generation if member_epoch != member.epoch else None
         if api_version < 9:
             return E.unsupported_version
         if member_epoch != member.epoch:

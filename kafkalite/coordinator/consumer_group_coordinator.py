@@ -13,12 +13,16 @@
 # group.consumer.session.timeout.ms is fenced (removed; its partitions go back to the pool at
 # once), as is one that holds partitions to revoke past its rebalance timeout. The ids of the
 # group-id namespace: an empty classic group becomes a consumer group on the first heartbeat
-# (its committed offsets kept); a classic group with members answers GROUP_ID_NOT_FOUND (no
-# online migration: group.consumer.migration.policy=disabled in Kafka's terms).
+# (its committed offsets kept); a classic group with members is upgraded online when
+# group.consumer.migration.policy allows it (consumer_group_classic.py, which also serves
+# its classic members), else answers GROUP_ID_NOT_FOUND.
 # Every change is written to __consumer_offsets and replayed at start
 # (consumer_group_store.py): members come back with their ids, epochs and assignments.
-# Deliberate gap: the per-group consumer.session.timeout.ms / consumer.heartbeat.interval.ms
-# overrides are not applied.
+# The coordinator is made with the classic one (groups_coordinator.py), so the members
+# replayed at start get their session timers when the load ends, whether or not they return.
+# A group's GROUP-resource configs consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+# (`overrides`) replace the broker's group.consumer.* settings for it, read at each heartbeat
+# as Kafka's GroupConfigManager is.
 from __future__ import annotations
 
 import logging
@@ -31,6 +35,7 @@ from .consumer_assignors import ASSIGNORS, MemberSpec, configured
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup,
                              ConsumerMember, MemberState, is_subset, new_member_id,
                              reconcile)
+from .consumer_group_classic import ClassicMembers
 from .consumer_group_store import ConsumerGroupStore
 from .consumer_subscriptions import InvalidRegex, compile_regex, subscribed_topics
 from .groups_registry import GroupRegistry
@@ -41,6 +46,8 @@ E = ErrorCode
 
 # name -> (partition count, internal)
 TopicsFn = Callable[[], Mapping[str, tuple[int, bool]]]
+# group id -> its GROUP-resource config overrides (group_configs.py), as strings
+OverridesFn = Callable[[str], Mapping[str, str]]
 
 
 class HeartbeatError(Exception):
@@ -76,16 +83,19 @@ class HeartbeatAnswer:
 
 
 class ConsumerGroupCoordinator:
-    def __init__(self, registry: GroupRegistry, config: Any, topics: TopicsFn):
+    def __init__(self, registry: GroupRegistry, config: Any, topics: TopicsFn,
+                 overrides: OverridesFn | None = None):
         self.registry = registry
         self.clock = registry.clock
         self.topics = topics
+        self.overrides: OverridesFn = overrides or (lambda group_id: {})
         self.session_ms: int = config["group.consumer.session.timeout.ms"]
         self.heartbeat_ms: int = config["group.consumer.heartbeat.interval.ms"]
         self.max_size: int = config["group.consumer.max.size"]
         self.assignors = configured(
             [a for a in config["group.consumer.assignors"].split(",") if a.strip()])
         self.store = ConsumerGroupStore(registry.store, registry.wall_ms)
+        self.classic = ClassicMembers(self, config["group.consumer.migration.policy"])
         registry.consumer_coordinator = self
         self.arm_restored()
 
@@ -145,10 +155,20 @@ class ConsumerGroupCoordinator:
         if group is not None:
             return group
         classic = self.registry.groups.get(group_id)
-        if (classic is not None and classic.members) \
-                or self.registry.group_type(group_id) == "share":
+        if self.registry.group_type(group_id) == "share":
             raise HeartbeatError(E.group_id_not_found,
                                  f"Group {group_id} is not a consumer group.")
+        if classic is not None and classic.members:
+            if not create or not self.classic.can_upgrade(classic):
+                raise HeartbeatError(E.group_id_not_found,
+                                     f"Group {group_id} is not a consumer group.")
+            try:
+                return self.classic.upgrade(classic)
+            except ValueError as e:
+                raise HeartbeatError(E.group_id_not_found,
+                                     f"Cannot upgrade the classic group {group_id} to "
+                                     f"consumer group because the embedded consumer protocol "
+                                     f"is malformed: {e}.") from None
         if not create:
             raise HeartbeatError(E.group_id_not_found, f"Group {group_id} not found.")
         group = ConsumerGroup(group_id)
@@ -200,26 +220,36 @@ class ConsumerGroupCoordinator:
             group.target[member.member_id] = dict(replaced_target)
             log.info("Consumer group %s: static member %s (instance %s) replaces %s",
                      group.group_id, member.member_id, hb.instance_id, replaced.member_id)
-        group.add(member)
-        bump = new or before != (member.subscribed_names, member.subscribed_regex)
         if new and replaced is None:
             log.info("Consumer group %s: member %s joins", group.group_id, member.member_id)
+        old_assigned = member.assigned
+        self.advance(group, member, new or before != (member.subscribed_names,
+                                                      member.subscribed_regex),
+                     hb.owned, replaced is not None)
+        show = hb.owned is not None or joining or member.assigned != old_assigned
+        return HeartbeatAnswer(member.member_id, member.epoch,
+                               self.heartbeat_interval_ms(group.group_id),
+                               dict(member.assigned) if show else None)
+
+    def advance(self, group: ConsumerGroup, member: ConsumerMember, changed: bool,
+                owned: Assignment | None, replacing: bool = False) -> None:
+        """Add or update `member`, bump the group epoch when its subscription or the
+        subscribed topics changed, recompute the target, move the member towards it, restart
+        its session and write what changed (the steps of Kafka's consumerGroupHeartbeat, also
+        taken for classic members' JoinGroup)."""
+        group.add(member)
         metadata = self._subscription_metadata(group)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
-            bump = True
-        if bump and replaced is None:
+            changed = True
+        if changed and not replacing:
             group.epoch += 1
         if group.epoch > group.assignment_epoch:
             self._assign(group)
-        old_assigned = member.assigned
-        if reconcile(group, member, hb.owned):
+        if reconcile(group, member, owned):
             self._on_reconciled(group, member)
         self._schedule_session(group, member)
-        self.store.sync(group, None if replaced is not None else member.member_id)
-        show = hb.owned is not None or joining or member.assigned != old_assigned
-        return HeartbeatAnswer(member.member_id, member.epoch, self.heartbeat_ms,
-                               dict(member.assigned) if show else None)
+        self.store.sync(group, None if replacing else member.member_id)
 
     @staticmethod
     def _member(group: ConsumerGroup, member_id: str, create: bool) -> ConsumerMember:
@@ -348,8 +378,20 @@ class ConsumerGroupCoordinator:
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
+        timeout = (member.classic.session_timeout_ms if member.classic is not None
+                   else self.session_timeout_ms(group.group_id))
         member.session_timer = self.clock.call_later(
-            self.session_ms, self._session_expired, group, member.member_id)
+            timeout, self._session_expired, group, member.member_id)
+
+    def _setting(self, group_id: str, name: str, default: int) -> int:
+        value = self.overrides(group_id).get(name)
+        return default if value is None else int(value)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._setting(group_id, "consumer.session.timeout.ms", self.session_ms)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._setting(group_id, "consumer.heartbeat.interval.ms", self.heartbeat_ms)
 
     def _current(self, group: ConsumerGroup, member_id: str) -> ConsumerMember | None:
         if self.groups.get(group.group_id) is not group:

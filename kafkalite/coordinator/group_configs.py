@@ -3,16 +3,19 @@
 # coordinator setting of the same meaning, validated with Kafka's bounds and messages
 # (GroupConfig.validateValues) against the whole resulting set of a group's overrides.
 #
-# They tune KIP-848 consumer groups and share groups. kafkalite has only classic groups,
-# which ignore them in Kafka too, so they are stored (durably, in
-# .kafkalite/group-configs.json, written atomically; Kafka keeps them in its metadata log),
-# described and never applied.
+# They tune KIP-848 consumer groups (consumer_group_coordinator.py reads the two consumer.*
+# ones at each heartbeat) and share groups; classic groups ignore them, as in Kafka. Stored
+# durably in .kafkalite/group-configs.json, written atomically (Kafka keeps them in its
+# metadata log). The consumer.* ones are checked against the broker's
+# group.consumer.min/max.* settings, and default to its group.consumer.* ones, when validate
+# is given the broker's config.
 from __future__ import annotations
 
 import json
 import logging
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from ..fileio import atomic_write
 
@@ -95,18 +98,29 @@ def _parse(p: GroupProp, raw: str) -> int | str:
     return text
 
 
-def validate(overrides: dict[str, str]) -> None:
+# The broker settings the consumer.* configs default to (GroupConfig's defaults).
+CONSUMER_DEFAULTS = {"consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+                     "consumer.session.timeout.ms": "group.consumer.session.timeout.ms"}
+
+
+def validate(overrides: dict[str, str], broker: Any = None) -> None:
     """GroupConfig.validate: names, then values, then the cross-checks; raises
-    GroupConfigError with Kafka's message."""
+    GroupConfigError with Kafka's message. `broker`: the broker's config, whose
+    group.consumer.* settings bound and default the consumer.* configs."""
+    def setting(name: str, fallback: Any) -> Any:
+        if broker is None or not name.startswith("group.consumer."):
+            return fallback
+        return broker[name]
     for name in overrides:
         if name not in PROPS:
             raise GroupConfigError(f"Unknown group config name: {name}")
-    values = {n: (_parse(p, overrides[n]) if n in overrides else p.default)
+    values = {n: (_parse(p, overrides[n]) if n in overrides
+                  else setting(CONSUMER_DEFAULTS.get(n, ""), p.default))
               for n, p in PROPS.items()}
     for name, low_name, high_name, low, high in BOUNDS:
-        if values[name] < low:  # type: ignore[operator]
+        if values[name] < setting(low_name, low):  # type: ignore[operator]
             raise GroupConfigError(f"{name} must be greater than or equal to {low_name}")
-        if values[name] > high:  # type: ignore[operator]
+        if values[name] > setting(high_name, high):  # type: ignore[operator]
             raise GroupConfigError(f"{name} must be less than or equal to {high_name}")
     for kind in ("consumer", "share"):
         if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:  # type: ignore[operator]

@@ -27,9 +27,11 @@ from typing import Any, Callable
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode
+from .consumer_group_coordinator import ConsumerGroupCoordinator
 from .consumer_group_records import KINDS as CONSUMER_KEYS
 from .consumer_group_store import ConsumerGroupLoader
 from .groups import CommittedOffset, Group, GroupState
+from .groups_join import done_future
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
 from .offsets import TP, OffsetManager
@@ -60,6 +62,10 @@ class GroupCoordinator(GroupRegistry):
         self._load_task: asyncio.Task | None = None
         self._deleted_while_loading: list[str] = []
         self._next_expiry_check: int | None = None  # monotonic ms
+        # KIP-848 groups: made now, so the load arms the replayed members' session timers.
+        self.consumer_coordinator = ConsumerGroupCoordinator(
+            self, config,
+            lambda: {n: (len(t.partitions), t.internal) for n, t in logs.topics.items()})
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -95,6 +101,7 @@ class GroupCoordinator(GroupRegistry):
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         self._release_waiters()
+        self.consumer_coordinator.close()
         self.closed = True
 
     def _release_waiters(self) -> None:
@@ -107,17 +114,54 @@ class GroupCoordinator(GroupRegistry):
         """Kafka creates the offsets topic on the first FindCoordinator for a group."""
         self.store.ensure_topic()
 
-    def join_group(self, *args: Any, **kwargs: Any) -> asyncio.Future:
-        return self.membership.join(*args, **kwargs)
+    # The classic requests of a group id held by a KIP-848 group go to its classic members
+    # (consumer_group_classic.py); an empty one gives the id back to a classic JoinGroup.
 
-    def sync_group(self, *args: Any, **kwargs: Any) -> asyncio.Future:
-        return self.membership.sync(*args, **kwargs)
+    def _consumer_group(self, group_id: str, joining: bool = False) -> Any:
+        if self.check_status(group_id, allow_empty_id=False) is not None:
+            return None
+        if joining and self.release_consumer_group(group_id):
+            return None
+        return self.consumer_groups.get(group_id)
 
-    def heartbeat(self, *args: Any, **kwargs: Any) -> ErrorCode:
-        return self.membership.heartbeat(*args, **kwargs)
+    def join_group(self, group_id: str, member_id: str, instance_id: str | None,
+                   require_known_id: bool, skip_supported: bool, client_id: str,
+                   client_host: str, rebalance_ms: int, session_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], reason: str | None) -> asyncio.Future:
+        group = self._consumer_group(group_id, joining=True)
+        if group is None or not self.min_session_ms <= session_ms <= self.max_session_ms:
+            return self.membership.join(group_id, member_id, instance_id, require_known_id,
+                                        skip_supported, client_id, client_host, rebalance_ms,
+                                        session_ms, protocol_type, protocols, reason)
+        return done_future(self.consumer_coordinator.classic.join(
+            group, member_id, instance_id, require_known_id, client_id, client_host,
+            rebalance_ms, session_ms, protocol_type, protocols))
 
-    def leave_group(self, *args: Any, **kwargs: Any) -> tuple[ErrorCode, list[ErrorCode]]:
-        return self.membership.leave(*args, **kwargs)
+    def sync_group(self, group_id: str, generation: int, member_id: str,
+                   instance_id: str | None, protocol_type: str | None,
+                   protocol_name: str | None, assignments: dict[str, bytes]) -> asyncio.Future:
+        group = self._consumer_group(group_id)
+        if group is None:
+            return self.membership.sync(group_id, generation, member_id, instance_id,
+                                        protocol_type, protocol_name, assignments)
+        return done_future(self.consumer_coordinator.classic.sync(
+            group, member_id, instance_id, generation, protocol_type, protocol_name))
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                  generation: int) -> ErrorCode:
+        group = self._consumer_group(group_id)
+        if group is None:
+            return self.membership.heartbeat(group_id, member_id, instance_id, generation)
+        return self.consumer_coordinator.classic.heartbeat(group, member_id, instance_id,
+                                                           generation)
+
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]
+                    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = self._consumer_group(group_id)
+        if group is None:
+            return self.membership.leave(group_id, leaving)
+        return E.none, [self.consumer_coordinator.classic.leave(group, mid, iid)
+                        for mid, iid, _ in leaving]
 
     def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None,
                        generation: int, offsets: dict[TP, CommittedOffset]
@@ -331,8 +375,7 @@ class _Loader:
             c.txn.restore(group, self.open.get(gid, {}))
             n_offsets += len(group.offsets)
         n_members = self.consumer.restore(c.consumer_groups, c.store.logs)
-        if c.consumer_coordinator is not None:
-            c.consumer_coordinator.arm_restored()
+        c.consumer_coordinator.arm_restored()
         c.loading = False
         for topic in c._deleted_while_loading:
             c.offsets.remove_topic(topic)

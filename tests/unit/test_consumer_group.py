@@ -202,3 +202,26 @@ def test_regex_is_re2_syntax_as_kafka(env, regex, valid):
             cg.heartbeat(hb)
         assert e.value.code == E.invalid_regular_expression
         assert "is not a valid regular expression: " in str(e.value)
+
+
+def test_group_overrides_replace_the_broker_interval_and_session(env):
+    """GROUP configs consumer.heartbeat.interval.ms / consumer.session.timeout.ms, read at
+    each heartbeat: the next answer carries the group's interval, and the session is timed
+    with the group's timeout from the next heartbeat on."""
+    clock, _, cg, _ = env
+    overrides: dict[str, str] = {}
+    cg.overrides = lambda gid: overrides if gid == "g" else {}
+    a = join(cg, "m1")
+    assert a.heartbeat_interval_ms == 5000
+    overrides.update({"consumer.heartbeat.interval.ms": "700",
+                      "consumer.session.timeout.ms": "50000"})
+    assert beat(cg, "m1", a.member_epoch).heartbeat_interval_ms == 700
+    clock.advance(SESSION)
+    assert "m1" in cg.groups["g"].members
+    clock.advance(50000 - SESSION)
+    assert cg.groups["g"].members == {}
+    overrides.clear()
+    a = join(cg, "m2")
+    assert a.heartbeat_interval_ms == 5000
+    clock.advance(SESSION)
+    assert cg.groups["g"].members == {}

@@ -15,7 +15,7 @@ from kafkalite.clock import FakeClock
 from kafkalite.config import BrokerConfig
 from kafkalite.coordinator import consumer_group_records as R
 from kafkalite.coordinator.consumer_group import MemberState
-from kafkalite.coordinator.consumer_group_coordinator import ConsumerGroupCoordinator, Heartbeat
+from kafkalite.coordinator.consumer_group_coordinator import Heartbeat
 from kafkalite.coordinator.groups_coordinator import GroupCoordinator
 from kafkalite.coordinator.offsets_log import TOPIC
 from kafkalite.log.manager import LogManager
@@ -38,9 +38,7 @@ class Broker:
                                       clock=self.clock)
         self.coord.open()  # no running loop: replays at once
         self.coord.find_coordinator()
-        self.cg = ConsumerGroupCoordinator(
-            self.coord, self.config,
-            lambda: {n: (len(t.partitions), t.internal) for n, t in self.logs.topics.items()})
+        self.cg = self.coord.consumer_coordinator
 
     def join(self, member: str, group: str = "g"):
         return self.cg.heartbeat(Heartbeat(group, member, 0, rebalance_timeout_ms=30000,
@@ -50,7 +48,6 @@ class Broker:
         return self.cg.heartbeat(Heartbeat(group, member, epoch, owned=owned))
 
     def close(self) -> None:
-        self.cg.close()
         self.coord.close()
         self.logs.close()
 
@@ -107,6 +104,32 @@ def test_members_survive_a_restart_and_heartbeat_without_a_rebalance(data):
         b.clock.advance(2)
         assert sorted(b.cg.groups["g"].members) == ["m1", "m2"]
         assert b.cg.groups["g"].epoch == epoch + 1
+    finally:
+        b.close()
+
+
+def test_restored_members_that_never_return_are_fenced(data):
+    """No heartbeat at all after the restart: the load itself armed the session timers, so
+    the members are fenced one session timeout later and the group ends Empty."""
+    b = Broker(data, first=True)
+    stable_group(b, ["m1", "m2", "m3"])
+    epoch = b.cg.groups["g"].epoch
+    b.close()
+
+    b = Broker(data)
+    try:
+        assert len(b.cg.groups["g"].members) == 3
+        b.clock.advance(SESSION - 1)
+        assert len(b.cg.groups["g"].members) == 3
+        b.clock.advance(1)
+        group = b.cg.groups["g"]
+        assert group.members == {} and group.state() == "Empty"
+        assert group.epoch == epoch + 3
+    finally:
+        b.close()
+    b = Broker(data)  # the fencing was written: the members stay gone
+    try:
+        assert b.cg.groups["g"].members == {}
     finally:
         b.close()
 

@@ -21,16 +21,9 @@ from ..registry import api
 
 
 def consumer_coordinator(broker) -> ConsumerGroupCoordinator:
-    """The broker's KIP-848 coordinator, made on first use beside its classic one (whose
-    registry, offsets store and clock it shares)."""
-    cg = getattr(broker, "consumer_groups", None)
-    if cg is None or cg.registry is not broker.groups:
-        logs = broker.logs
-        cg = ConsumerGroupCoordinator(
-            broker.groups, broker.config,
-            lambda: {n: (len(t.partitions), t.internal) for n, t in logs.topics.items()})
-        broker.consumer_groups = cg
-    return cg
+    """The broker's KIP-848 coordinator, made with its classic one (whose registry, offsets
+    store and clock it shares)."""
+    return broker.groups.consumer_coordinator
 
 
 def client_host(ctx) -> str:

@@ -115,7 +115,7 @@ def _groups(broker, name: str, ops, validate_only: bool) -> None:
     store = group_store(broker)
     new = _apply_ops(store.get(name), ops)
     try:
-        validate_group(new)  # type: ignore[arg-type]
+        validate_group(new, broker.config)  # type: ignore[arg-type]
     except GroupConfigError as e:
         raise KafkaError(ErrorCode.invalid_config, str(e)) from None
     if validate_only:

@@ -7,8 +7,9 @@
 # join at once; v5+ carries group.instance.id (static membership, KIP-345); v7+ answers the
 # protocol type; v9 may tell a restarted static leader to skip assignment. v0/v1 stay
 # advertised (KAFKA-19444). The client host is the peer address as Kafka writes it ("/ip").
-# A KIP-848 consumer group of the same id answers INCONSISTENT_GROUP_PROTOCOL while it has
-# members (no online migration); an empty one gives the id back to the classic protocol.
+# A KIP-848 consumer group of the same id: an empty one gives the id back to the classic
+# protocol; one with members takes the member in as a classic member (online migration,
+# coordinator/consumer_group_classic.py, routed by the group coordinator).
 # A KIP-932 share group's id answers INCONSISTENT_GROUP_PROTOCOL with an empty member id, as
 # Kafka 4.x's classicGroupJoin.
 # Gaps: the reason (v8+) is only logged; no authorization.
@@ -27,13 +28,11 @@ async def handle(ctx, req):
     rebalance_ms = to_ms(req.rebalance_timeout) if v >= 1 else session_ms
     host = "/" + ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
     protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
-    share = ctx.broker.groups.group_type(req.group_id) == "share"
-    if share or not ctx.broker.groups.release_consumer_group(req.group_id):
+    if ctx.broker.groups.group_type(req.group_id) == "share":
         return make(response_class(11, v), throttle_time=ZERO,
                     error_code=ErrorCode.inconsistent_group_protocol, generation_id=-1,
                     protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
-                    skip_assignment=False, member_id="" if share else req.member_id,
-                    members=())
+                    skip_assignment=False, member_id="", members=())
     result = await ctx.broker.groups.join_group(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), v >= 4, v >= 9,
         ctx.client_id or "", host, rebalance_ms, session_ms, req.protocol_type, protocols,

@@ -1,0 +1,56 @@
+# Online upgrade of a classic group to a KIP-848 consumer group (Kafka 4.x,
+# group.consumer.migration.policy=bidirectional): three confluent-kafka 2.16.1 consumers of a
+# classic group (group.protocol=classic, eager range assignor) are rolled one by one to
+# group.protocol=consumer while records keep coming. The first ConsumerGroupHeartbeat
+# converts the group; the classic members left keep consuming through JoinGroup/SyncGroup/
+# Heartbeat answered by the consumer group, rejoining when told REBALANCE_IN_PROGRESS. With
+# commit-after-process every record is consumed exactly once throughout. (No reference run:
+# librdkafka 2.16's consumer protocol needs ConsumerGroupHeartbeat v1, Kafka 4.0+.)
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from kafkalite.testing import BrokerProcess
+from tests.integration.test_consumer_protocol import (GROUP_SETTINGS, Tracker, all_partitions,
+                                                      consumer, create_topic, poll_until,
+                                                      produce)
+from tests.integration.test_consumer_protocol_restart import produce_named
+
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000,
+           "heartbeat.interval.ms": 500}
+
+
+def settled(active: list[Tracker], topic: str) -> bool:
+    owned = [t.owned for t in active]
+    return sum(len(o) for o in owned) == 6 and set().union(*owned) == all_partitions(topic, 6)
+
+
+def test_classic_group_rolled_to_the_consumer_protocol(tmp_path):
+    bp = BrokerProcess(data_dir=str(tmp_path / "data"), settings=GROUP_SETTINGS).start()
+    topic, group = f"mg-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    everyone: list[Tracker] = []
+    try:
+        create_topic(bp.bootstrap, topic, 6)
+        want = produce(bp.bootstrap, topic, 60, 6)
+        active = [Tracker(consumer(bp.bootstrap, group, **CLASSIC), [topic]) for _ in range(3)]
+        everyone += active
+        seen = lambda: Counter(v for t in everyone for v in t.seen)  # noqa: E731
+        poll_until(active, lambda: settled(active, topic) and set(seen()) == want)
+        for i in range(3):
+            active[i].c.close()  # a classic LeaveGroup (to the consumer group from i=1 on)
+            active[i] = Tracker(consumer(bp.bootstrap, group), [topic])
+            everyone.append(active[i])
+            want |= produce_named(bp.bootstrap, topic, [f"{topic}-r{i}-{n}" for n in range(60)])
+            poll_until(active, lambda: settled(active, topic) and set(seen()) == want)
+            if i == 0:
+                assert "upgraded to a consumer group" in bp.read_log()
+        log = bp.read_log()
+        assert log.count("classic member") == 2  # the 2nd and 3rd left the consumer group
+        counts = seen()
+        assert set(counts) == want
+        assert [v for v, n in counts.items() if n > 1] == []
+    finally:
+        for t in everyone:
+            t.c.close()
+        bp.cleanup()

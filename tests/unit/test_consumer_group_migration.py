@@ -1,0 +1,107 @@
+# Online upgrade of a classic group (consumer_group_classic.py) with the fake clock: the first
+# ConsumerGroupHeartbeat converts a classic group with members (ids, generation as epoch,
+# assignments kept); its classic members are told REBALANCE_IN_PROGRESS until they rejoin,
+# rejoin through JoinGroup answered at once, get their partitions in SyncGroup, commit with
+# their generation, and are fenced on their own session timeout. The policy can forbid it.
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kafkalite.clock import FakeClock
+from kafkalite.config import load_config
+from kafkalite.coordinator.consumer_group_classic import (encode_assignment,
+                                                          parse_subscription_assignment)
+from kafkalite.coordinator.consumer_group_coordinator import (ConsumerGroupCoordinator,
+                                                              Heartbeat, HeartbeatError)
+from kafkalite.coordinator.groups import Group, GroupState, Member
+from kafkalite.coordinator.groups_registry import GroupRegistry
+from kafkalite.wire.errors import ErrorCode as E
+
+
+def subscription(topics, owned=()) -> bytes:
+    """ConsumerProtocolSubscription v1: topics, no user data, owned partitions."""
+    out = struct.pack(">hi", 1, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    out += struct.pack(">ii", -1, len(owned))
+    for t, ps in owned:
+        out += struct.pack(">h", len(t)) + t.encode() + struct.pack(">i", len(ps))
+        out += b"".join(struct.pack(">i", p) for p in ps)
+    return out
+
+
+def make(policy="bidirectional"):
+    clock = FakeClock()
+    cfg = load_config(sets=[f"group.consumer.migration.policy={policy}"])
+    registry = GroupRegistry(cfg, store=None, clock=clock)
+    topics = {"t": (4, False)}
+    cg = ConsumerGroupCoordinator(registry, cfg, lambda: topics)
+    cg.store.sync = lambda *a, **k: None  # no offsets log here
+    classic = Group("g", clock.wall_ms(), GroupState.STABLE)
+    classic.generation, classic.protocol_type, classic.protocol_name = 7, "consumer", "range"
+    for mid, ps in (("c1", [0, 1]), ("c2", [2, 3])):
+        classic.members[mid] = Member(mid, None, "cl", "/h", 30000, 10000, "consumer",
+                                      [("range", subscription(["t"]))],
+                                      encode_assignment({"t": frozenset(ps)}, 1))
+    registry.groups["g"] = classic
+    return clock, registry, cg
+
+
+def parts(raw: bytes):
+    return {(t, p) for t, ps in parse_subscription_assignment(raw)[2].items() for p in ps}
+
+
+def join_new(cg):
+    return cg.heartbeat(Heartbeat("g", "n1", 0, rebalance_timeout_ms=30000,
+                                  subscribed_names=("t",), owned={}))
+
+
+def test_upgrade_keeps_members_and_makes_classic_members_rejoin():
+    clock, registry, cg = make()
+    a = join_new(cg)
+    group = cg.groups["g"]
+    assert registry.group_type("g") == "consumer" and registry.groups["g"].members == {}
+    assert set(group.members) == {"c1", "c2", "n1"} and group.epoch == 8
+    assert a.member_epoch == 8 and a.assignment == {}  # waits for the classic members
+    classic = cg.classic
+    for mid in ("c1", "c2"):
+        assert classic.heartbeat(group, mid, None, 7) == E.rebalance_in_progress
+        assert classic.heartbeat(group, mid, None, 6) == E.illegal_generation
+    # Eager rejoin (nothing owned): the member keeps what the target leaves it.
+    r = classic.join(group, "c1", None, True, "cl", "/h", 30000, 10000, "consumer",
+                     [("range", subscription(["t"]))])
+    assert (r.error, r.generation, r.protocol_name, r.leader, r.members) == \
+        (E.none, 8, "range", "", [])
+    s = classic.sync(group, "c1", None, 8, "consumer", "range")
+    assert s.error == E.none and len(parts(s.assignment)) in (1, 2)
+    assert group.validate_commit("c1", 8, 2) is None
+    assert group.validate_commit("c1", 7, 2) == E.illegal_generation
+    assert classic.heartbeat(group, "c1", None, 8) == E.none
+    classic.join(group, "c2", None, True, "cl", "/h", 30000, 10000, "consumer",
+                 [("range", subscription(["t"]))])
+    b = cg.heartbeat(Heartbeat("g", "n1", 8, owned={}))
+    assert len(b.assignment) == 1 and len(next(iter(b.assignment.values()))) >= 1
+    # Classic members are fenced on their JoinGroup session timeout (10 s here).
+    clock.advance(10000)
+    assert set(group.members) == {"n1"}
+
+
+def test_a_classic_member_leaving_is_fenced_and_unknown_ones_refused():
+    _, _, cg = make()
+    join_new(cg)
+    group = cg.groups["g"]
+    assert cg.classic.leave(group, "c2", None) == E.none
+    assert "c2" not in group.members
+    assert cg.classic.leave(group, "n1", None) == E.unknown_member_id  # not a classic member
+    assert cg.classic.heartbeat(group, "zz", None, 8) == E.unknown_member_id
+
+
+@pytest.mark.parametrize("policy", ["disabled", "downgrade"])
+def test_policy_without_upgrade_refuses(policy):
+    _, registry, cg = make(policy)
+    with pytest.raises(HeartbeatError) as e:
+        join_new(cg)
+    assert e.value.code == E.group_id_not_found
+    assert registry.group_type("g") == "classic"
