@@ -117,6 +117,9 @@ def _load_keystore(ctx: ssl.SSLContext, get: Any, fail: Any) -> None:
     kind = (get("ssl.keystore.type") or "").upper()
     location, key, chain = (get("ssl.keystore.location"), get("ssl.keystore.key"),
                             get("ssl.keystore.certificate.chain"))
+    if not location and not (key and chain):
+        raise fail("an SSL listener needs ssl.keystore.location, or ssl.keystore.key and "
+                   "ssl.keystore.certificate.chain")
     if kind != "PEM":
         raise fail(f"ssl.keystore.type={kind}: kafkalite reads PEM keystores only (Python's "
                    "ssl module has no JKS or PKCS12); convert the keystore to PEM (a key "
@@ -128,12 +131,9 @@ def _load_keystore(ctx: ssl.SSLContext, get: Any, fail: Any) -> None:
         except OSError as e:
             raise fail(f"cannot read ssl.keystore.location {location}: {e.strerror}") from None
         what = f"ssl.keystore.location {location}"
-    elif key and chain:
+    else:
         pem = key.encode() + b"\n" + chain.encode() + b"\n"
         what = "ssl.keystore.key / ssl.keystore.certificate.chain"
-    else:
-        raise fail("an SSL listener needs ssl.keystore.location, or ssl.keystore.key and "
-                   "ssl.keystore.certificate.chain")
     _check_certificates(pem, what, fail)
     password = get("ssl.key.password")
     fd, path = tempfile.mkstemp(prefix="kafkalite-keystore-")

@@ -68,7 +68,8 @@ def brokers(request, pki, tmp_path_factory):
         # (test_principal_is_the_rfc2253_subject): everyone else is a super user.
         settings.update({
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users": f"User:ANONYMOUS;User:{CLIENT_DN}"})
+            # A .properties file reads a backslash as an escape: the DN's "\," needs two.
+            "super.users": f"User:ANONYMOUS;User:{CLIENT_DN}".replace("\\", "\\\\")})
         proc = RealKafka(port=plain, settings=settings)
     try:
         proc.start()
@@ -230,3 +231,52 @@ def test_a_certificate_from_another_ca_is_refused(brokers, pki):
     with pytest.raises((ssl.SSLError, OSError, AssertionError)):
         _tls_api_versions(brokers.mtls, ctx)
     assert_serving(brokers, pki)
+
+
+def test_kafka_derives_the_principal_that_certs_CLIENT_DN_states(brokers, pki):
+    """CLIENT_DN is Kafka's principal for the client certificate: Kafka's authorizer lets
+    it (a super user) create a topic and refuses a certificate with another subject. The
+    kafkalite test below expects the same string on its connection."""
+    if brokers.kind != "kafka":
+        pytest.skip("the reference run: kafkalite's side is the in-process test below")
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    def create(conf: dict) -> None:
+        admin = AdminClient({"bootstrap.servers": brokers.mtls, **confluent_tls(pki), **conf})
+        name = f"principal-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(name, 1, 1)], request_timeout=20)[name].result(30)
+    create({"ssl.certificate.location": pki.client_cert, "ssl.key.location": pki.client_key})
+    with pytest.raises(KafkaException) as refused:
+        create({"ssl.certificate.location": pki.stranger_cert,
+                "ssl.key.location": pki.stranger_key})
+    assert "AUTHORIZATION_FAILED" in refused.value.args[0].name()
+
+
+async def test_kafkalite_connection_principal_is_the_rfc2253_subject(pki, tmp_path):
+    import asyncio
+
+    from kafkalite.config import load_config
+    from kafkalite.server import KafkaServer
+    cfg = load_config(sets=[f"log.dirs={tmp_path / 'data'}", "listeners=SSL://127.0.0.1:0",
+                            "ssl.keystore.type=PEM", f"ssl.keystore.location={pki.server_keystore}",
+                            "ssl.truststore.type=PEM", f"ssl.truststore.location={pki.ca}",
+                            "ssl.client.auth=requested"], environ={})
+    server = KafkaServer(cfg)
+    await server.start()
+    try:
+        principals = []
+        for ctx in (client_context(pki, cert=True), client_context(pki)):
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", server.listeners[0].port, ssl=ctx, server_hostname="localhost")
+            writer.write(api_versions_frame())
+            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 10), "big")
+            await reader.readexactly(size)
+            principals.append(sorted(c.principal for c in server.connections))
+            writer.close()
+        assert principals[0] == [f"User:{CLIENT_DN}"]
+        assert sorted(principals[1]) in (["User:ANONYMOUS"],
+                                         ["User:ANONYMOUS", f"User:{CLIENT_DN}"])
+        assert {c.listener.name for c in server.connections} == {"SSL"}
+    finally:
+        await server.stop()
