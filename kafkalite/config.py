@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .config_listeners import LISTENER_PREFIX, LISTENER_PROPS
+from .config_listeners import LISTENER_PREFIX, LISTENER_PROPS, listener_override
 from .config_values import (LONG_MAX, Check, ConfigError, at_least, between, format_value,
                             one_of, parse_value)
 from .topic_config import (CLEANUP_POLICY, COMPRESSION_TYPE, GZIP_LEVEL, LZ4_LEVEL,
@@ -394,7 +394,7 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         if not key.startswith("KAFKALITE_"):
             continue
         suffix = key[len("KAFKALITE_"):]
-        name = known.get(suffix)
+        name = known.get(suffix) or listener_override(suffix, known)
         if name is None:
             continue  # KAFKALITE_* vars that are not properties (e.g. test knobs) are ignored
         out[name] = value

@@ -4,7 +4,7 @@
 # `listener.name.<lower-case listener name>.ssl.*`, which BrokerConfig keeps unwarned.
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 LISTENER_PREFIX = "listener.name."
 
@@ -35,3 +35,16 @@ LISTENER_PROPS: list[tuple[str, str, Any, bool, str]] = [
     ("ssl.principal.mapping.rules", "string", "DEFAULT", False,
      "Only DEFAULT: the principal is the subject DN."),
 ]
+
+
+def listener_override(suffix: str, known: Mapping[str, str]) -> str | None:
+    """LISTENER_NAME_SASL_SSL_SSL_CLIENT_AUTH -> listener.name.sasl_ssl.ssl.client.auth: the
+    longest known property at the end, the listener name (underscores and all) before it."""
+    head = LISTENER_PREFIX.upper().replace(".", "_")
+    if not suffix.startswith(head):
+        return None
+    rest = suffix[len(head):]
+    for env in sorted(known, key=len, reverse=True):
+        if rest.endswith("_" + env) and len(rest) > len(env) + 1:
+            return f"{LISTENER_PREFIX}{rest[:-len(env) - 1].lower()}.{known[env]}"
+    return None

@@ -84,3 +84,12 @@ def test_cipher_suites_and_protocols_narrow_the_context(tmp_path):
     assert ctx.maximum_version == ssl.TLSVersion.TLSv1_2
     assert [c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"] == \
         ["ECDHE-RSA-AES256-GCM-SHA384"]
+
+
+def test_environment_variables_set_per_listener_overrides():
+    from kafkalite.config import env_overrides
+    assert env_overrides({"KAFKALITE_LISTENER_NAME_SASL_SSL_SSL_CLIENT_AUTH": "required",
+                          "KAFKALITE_SSL_KEYSTORE_LOCATION": "/certs/ks.pem",
+                          "KAFKALITE_LISTENER_NAME_X_NOT_A_PROPERTY": "1"}) == {
+        "listener.name.sasl_ssl.ssl.client.auth": "required",
+        "ssl.keystore.location": "/certs/ks.pem"}
