@@ -122,7 +122,8 @@ class KafkaServer:
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
         log.info("kafkalite listening on %s (node %d, data %s) in %.3fs", ", ".join(
-            f"{ln.name} {ln.protocol} {ln.host}:{ln.port} (advertised {ln.advertised_host}:"
+            f"{ln.name}{'' if ln.name == ln.protocol else ' ' + ln.protocol} {ln.host}:"
+            f"{ln.port} (advertised {ln.advertised_host}:"
             f"{ln.advertised_port or ln.port})" for ln in self.listeners),
             self.broker.node_id, self.broker.logs.data_dir, time.monotonic() - t0)
 

@@ -15,7 +15,7 @@ import pytest
 
 from kafkalite.testing import BrokerProcess
 from tests.helpers.certs import CLIENT_DN, make_pki, sign
-from tests.helpers.kbatch import recv_frame, request_bytes
+from tests.helpers.kbatch import call, recv_frame, request_bytes
 from tests.helpers.kclients import consume, produce
 from tests.helpers.real_kafka import RealKafka, free_port_pair, unavailable_reason
 
@@ -163,9 +163,17 @@ def test_each_listener_advertises_its_own_endpoint(brokers, pki):
         md = admin.list_topics(timeout=20)
         assert [(b.host, b.port) for b in md.brokers.values()] == \
             [("127.0.0.1", int(bootstrap.rsplit(":", 1)[1]))]
-        cluster = admin.describe_cluster(request_timeout=20).result(20)
-        assert [(n.host, n.port) for n in cluster.nodes] == \
-            [("127.0.0.1", int(bootstrap.rsplit(":", 1)[1]))]
+    # DescribeCluster itself (librdkafka's describe_cluster sends Metadata), raw.
+    from kafka.protocol.admin import DescribeClusterRequest
+    for bootstrap, ctx in ((brokers.plain, None), (brokers.ssl, client_context(pki)),
+                           (brokers.mtls, client_context(pki, cert=True))):
+        host, port = bootstrap.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as raw:
+            s = ctx.wrap_socket(raw, server_hostname="localhost") if ctx else raw
+            s.settimeout(10)
+            answer = call(s, DescribeClusterRequest[0](include_cluster_authorized_operations=False))
+        assert answer.error_code == 0
+        assert [(b.host, b.port) for b in answer.brokers] == [("127.0.0.1", int(port))]
 
 
 def _read_until_closed(sock: socket.socket, limit_s: float = 10.0) -> bytes:

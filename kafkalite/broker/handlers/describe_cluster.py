@@ -28,15 +28,15 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(60, v)
     cls = response_class(60, v)
-    endpoint = getattr(req, "endpoint_type", BROKERS)
-    if endpoint != BROKERS:
-        if endpoint == CONTROLLERS:
+    kind = getattr(req, "endpoint_type", BROKERS)
+    if kind != BROKERS:
+        if kind == CONTROLLERS:
             code = ErrorCode.mismatched_endpoint_type
             msg = ("The request was sent to an endpoint of type BROKER, but we wanted an "
                    "endpoint of type CONTROLLER")
         else:
             code = ErrorCode.unsupported_endpoint_type
-            msg = f"Unsupported endpoint type {endpoint}"
+            msg = f"Unsupported endpoint type {kind}"
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request if v == 0
                     else code, error_message=msg, endpoint_type=BROKERS, cluster_id="",
                     controller_id=-1, brokers=(), cluster_authorized_operations=NO_OPS)
