@@ -36,20 +36,17 @@ def refused(out: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_expired_certificate(pki, tmp_path):
-    key, cert = sign(pki.dir, "expired", "/CN=localhost", server=True,
-                     start="20200101000000Z", end="20200102000000Z")
-    ks = keystore(pki.dir, "expired-keystore.pem", key, cert)
+@pytest.mark.parametrize("name,start,end,fault", [
+    ("expired", "20200101000000Z", "20200102000000Z",
+     "CN=localhost expired on 2020-01-02 00:00:00 UTC"),
+    ("future", "20990101000000Z", "20990102000000Z",
+     "CN=localhost is not valid before 2099-01-01 00:00:00 UTC"),
+])
+def test_certificate_outside_its_validity(pki, tmp_path, name, start, end, fault):
+    key, cert = sign(pki.dir, name, "/CN=localhost", server=True, start=start, end=end)
+    ks = keystore(pki.dir, f"{name}-keystore.pem", key, cert)
     line = refused(serve(tmp_path, "ssl.keystore.type=PEM", f"ssl.keystore.location={ks}"))
-    assert "CN=localhost expired on 2020-01-02 00:00:00 UTC" in line
-
-
-def test_certificate_not_valid_yet(pki, tmp_path):
-    key, cert = sign(pki.dir, "future", "/CN=localhost", server=True,
-                     start="20990101000000Z", end="20990102000000Z")
-    ks = keystore(pki.dir, "future-keystore.pem", key, cert)
-    line = refused(serve(tmp_path, "ssl.keystore.type=PEM", f"ssl.keystore.location={ks}"))
-    assert "is not valid before 2099-01-01" in line
+    assert fault in line
 
 
 def test_key_that_does_not_match_the_certificate(pki, tmp_path):
