@@ -9,6 +9,11 @@
 # appended to the run command. Clients outside the container need
 # KAFKALITE_ADVERTISED_LISTENERS set to an address they can reach; unset, the broker
 # advertises localhost:9092, which only works with `-p 9092:9092` on the same machine.
+# TLS: mount the PEM certificates read-only and name them with the ssl.* properties, e.g.
+#   -v $PWD/certs:/certs:ro -p 9093:9093
+#   -e KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092,SSL://0.0.0.0:9093
+#   -e KAFKALITE_SSL_KEYSTORE_TYPE=PEM -e KAFKALITE_SSL_KEYSTORE_LOCATION=/certs/keystore.pem
+# (per listener: KAFKALITE_LISTENER_NAME_SSL_SSL_CLIENT_AUTH=required); README "TLS".
 # Data lives in the volume /var/lib/kafkalite, owned by the non-root user kafkalite
 # (uid/gid 10001: chown a host directory to 10001 before bind-mounting it).
 #

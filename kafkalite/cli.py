@@ -18,9 +18,13 @@ def _serve(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as e:
         print(f"kafkalite: invalid configuration: {e}", file=sys.stderr)
         return 2
+    from .security.tls import TlsConfigError
     from .server import run
     try:
         run(cfg)
+    except TlsConfigError as e:
+        print(f"kafkalite: cannot start: {e}", file=sys.stderr)
+        return 1
     except ConfigError as e:
         print(f"kafkalite: invalid configuration: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from .config_listeners import LISTENER_PREFIX, LISTENER_PROPS, listener_override
 from .config_values import (LONG_MAX, Check, ConfigError, at_least, between, format_value,
                             one_of, parse_value)
 from .topic_config import (CLEANUP_POLICY, COMPRESSION_TYPE, GZIP_LEVEL, LZ4_LEVEL,
@@ -53,6 +54,7 @@ BROKER_PROPS: list[Prop] = [
     Prop("broker.id", "int", -1, None, "Alias of node.id kept for old configs."),
     Prop("listeners", "string", "PLAINTEXT://localhost:9092", read_only=False),
     Prop("advertised.listeners", "string", None, read_only=False),
+    *(Prop(n, t, d, None, doc, sensitive=s) for n, t, d, s, doc in LISTENER_PROPS),
     Prop("log.dirs", "string", None),
     Prop("log.dir", "string", "./data"),
     Prop("cluster.id", "string", None, None, "Cluster id; generated and persisted when unset."),
@@ -260,7 +262,9 @@ class BrokerConfig:
 
     def set(self, key: str, raw: Any) -> None:
         prop = PROPS.get(key)
-        if prop is None:
+        if prop is None and key.startswith(LISTENER_PREFIX):
+            self.explicit[key] = raw  # a per-listener override, read by security/tls.py
+        elif prop is None:
             log.warning("The configuration '%s' was supplied but isn't a known config.", key)
             self.explicit[key] = raw
         elif raw is None:
@@ -402,7 +406,7 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         if not key.startswith("KAFKALITE_"):
             continue
         suffix = key[len("KAFKALITE_"):]
-        name = known.get(suffix)
+        name = known.get(suffix) or listener_override(suffix, known)
         if name is None:
             continue  # KAFKALITE_* vars that are not properties (e.g. test knobs) are ignored
         out[name] = value
@@ -455,7 +459,6 @@ def load_config(path: str | None = None, sets: Iterable[str] = (),
         merged[k.strip()] = v.strip()
     cfg = BrokerConfig(merged)
     check_consumer_group_bounds(cfg)
-    cfg.listener()
-    if cfg["advertised.listeners"]:
-        parse_listener(cfg["advertised.listeners"])
+    from .security.listeners import parse_listeners
+    parse_listeners(cfg)
     return cfg

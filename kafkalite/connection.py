@@ -26,9 +26,11 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .security.tls import ANONYMOUS, peer_principal
 from .wire.errors import MalformedRequest
 
 if TYPE_CHECKING:
+    from .security.listeners import Listener
     from .server import KafkaServer
 
 log = logging.getLogger("kafkalite.server")
@@ -39,8 +41,12 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: "KafkaServer"):
+    def __init__(self, server: "KafkaServer", listener: "Listener | None" = None):
         self.server = server
+        # The listener accepted on (name, security protocol, TLS context) and the client's
+        # principal: its certificate's on an SSL listener, set by SASL on SASL ones.
+        self.listener = listener
+        self.principal = ANONYMOUS
         self.broker = server.broker
         self.max_request = server.max_request
         self.transport: asyncio.Transport | None = None
@@ -77,6 +83,8 @@ class KafkaConnection(asyncio.Protocol):
             self.closed = True
             transport.close()
             return
+        if self.listener is not None and self.listener.uses_tls:
+            self.principal = peer_principal(transport)  # the handshake is done by now
         self.active_ms = self.server.clock.monotonic_ms()
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.task = asyncio.get_running_loop().create_task(self._run())
@@ -251,7 +259,8 @@ class KafkaConnection(asyncio.Protocol):
             self.busy = True
             self.serving = 4 + len(frame)
             try:
-                response = await self.broker.dispatch(frame, self.peer)
+                response = await self.broker.dispatch(frame, self.peer, self.listener,
+                                                     self.principal)
             except MalformedRequest as e:
                 self.abort(str(e))
                 return

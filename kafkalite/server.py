@@ -1,6 +1,9 @@
-# The Kafka listener: accept (max.connections, max.connections.per.ip), hand each connection
-# to connection.py (framing, flow control), close idle ones, shut down. With connection.py
-# and metrics_http.py (the Prometheus endpoint), the only modules that touch sockets.
+# The Kafka listeners: one server per configured listener (`listeners`, named, each with its
+# security protocol; TLS ones wrap their sockets with the listener's SSLContext, built at
+# start by security/tls.py), accept (max.connections, max.connections.per.ip), hand each
+# connection to connection.py with its listener (framing, flow control), close idle ones,
+# shut down. With connection.py and metrics_http.py (the Prometheus endpoint), the only
+# modules that touch sockets.
 #
 # Timers run on the broker's injected clock: Broker.tick, the housekeeping policy, every
 # broker.tick_interval_ms; a sweep that closes connections idle for longer than
@@ -24,6 +27,8 @@ from .broker.broker import Broker
 from .clock import Clock
 from .config import BrokerConfig, ConfigError
 from .connection import KafkaConnection, RequestPool
+from .security.listeners import Listener, parse_listeners
+from .security.tls import server_context
 
 log = logging.getLogger("kafkalite.server")
 
@@ -42,9 +47,13 @@ class KafkaServer:
                               "socket.request.max.bytes")
         self.pool = RequestPool(pool_bytes)
         self.idle_ms = config["connections.max.idle.ms"]
+        self.listeners: list[Listener] = parse_listeners(config)
+        for listener in self.listeners:
+            if listener.uses_tls:  # a bad keystore stops the start here (TlsConfigError)
+                listener.ssl_context = server_context(config, listener)
         self.connections: set[KafkaConnection] = set()
         self.per_ip: dict[str, int] = {}
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
         self._timers: dict[str, Any] = {}
         self._stop_requested = asyncio.Event()
         self.stopping = False
@@ -88,7 +97,7 @@ class KafkaServer:
         _raise_fd_limit()
         t0 = time.monotonic()
         self.broker.open()
-        host, port = self.config.listener()
+        host = self.listeners[0].host
         loop = asyncio.get_running_loop()
         metrics_port = self.config["kafkalite.metrics.port"]
         if metrics_port >= 0:
@@ -97,18 +106,26 @@ class KafkaServer:
             self.metrics_port = self._metrics.sockets[0].getsockname()[1]
             log.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0",
                      self.metrics_port)
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self), host or None, port, reuse_address=True,
-            backlog=1024)
-        self.bound_port = self._server.sockets[0].getsockname()[1]
-        if self.broker.port == 0:
-            self.broker.port = self.bound_port
+        for listener in self.listeners:
+            server = await loop.create_server(
+                lambda listener=listener: KafkaConnection(self, listener),
+                listener.host or None, listener.port, reuse_address=True, backlog=1024,
+                ssl=listener.ssl_context)
+            self._servers.append(server)
+            listener.port = server.sockets[0].getsockname()[1]
+        first = self.listeners[0]
+        self.bound_port = first.port
+        # Requests with no listener (in-process callers) see the first listener's endpoint.
+        self.broker.host = first.advertised_host
+        self.broker.port = first.advertised_port or first.port
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
-        log.info("kafkalite listening on %s:%d (advertised %s:%d, node %d, data %s) in %.3fs",
-                 host, self.bound_port, self.broker.host, self.broker.port,
-                 self.broker.node_id, self.broker.logs.data_dir, time.monotonic() - t0)
+        log.info("kafkalite listening on %s (node %d, data %s) in %.3fs", ", ".join(
+            f"{ln.name}{'' if ln.name == ln.protocol else ' ' + ln.protocol} {ln.host}:"
+            f"{ln.port} (advertised {ln.advertised_host}:"
+            f"{ln.advertised_port or ln.port})" for ln in self.listeners),
+            self.broker.node_id, self.broker.logs.data_dir, time.monotonic() - t0)
 
     def _tick(self) -> None:
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
@@ -164,8 +181,8 @@ class KafkaServer:
         self.stopping = True
         for timer in self._timers.values():
             timer.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if self._metrics is not None:
             self._metrics.close()
         for conn in self.connections:
@@ -179,8 +196,8 @@ class KafkaServer:
         await self._within(self._drained, SHUTDOWN_GRACE_MS)
         for conn in list(self.connections):
             conn.abort(graceful=True)
-        if self._server is not None:
-            await self._within(self._server.wait_closed(), SHUTDOWN_GRACE_MS)
+        for server in self._servers:
+            await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
         self._closed_clean = True
         log.info("Shutdown complete")

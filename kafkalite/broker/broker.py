@@ -54,6 +54,8 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str
+    listener: Any = None  # security.listeners.Listener the request came through
+    principal: str = "User:ANONYMOUS"
     # Set by handlers that meter bytes (Produce, Fetch): the longest throttle wins.
     throttle_ms: int = 0
 
@@ -256,7 +258,8 @@ class Broker:
 
     # --- dispatch -------------------------------------------------------------------------
 
-    async def dispatch(self, frame: bytes, peer: str = "") -> list | None:
+    async def dispatch(self, frame: bytes, peer: str = "", listener: Any = None,
+                       principal: str = "User:ANONYMOUS") -> list | None:
         """Answer one request frame (without its length prefix). Returns the response as a
         list of buffers (header first), or None when no response is due (acks=0)."""
         api_key, version, corr, client_id, pos = parse_fixed(frame)
@@ -277,7 +280,8 @@ class Broker:
         if flexible:
             pos = skip_tagged_fields(frame, pos)
         request = decode_request(api_key, version, frame, pos)
-        ctx = RequestContext(self, api_key, version, corr, client_id, peer)
+        ctx = RequestContext(self, api_key, version, corr, client_id, peer, listener,
+                             principal)
         started = time.perf_counter()
         cpu = time.thread_time_ns()
         result = await handler.fn(ctx, request)

@@ -13,6 +13,7 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.listeners import endpoint
 
 NO_OPS = -2147483648
 BROKERS, CONTROLLERS = 1, 2
@@ -27,19 +28,20 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(60, v)
     cls = response_class(60, v)
-    endpoint = getattr(req, "endpoint_type", BROKERS)
-    if endpoint != BROKERS:
-        if endpoint == CONTROLLERS:
+    kind = getattr(req, "endpoint_type", BROKERS)
+    if kind != BROKERS:
+        if kind == CONTROLLERS:
             code = ErrorCode.mismatched_endpoint_type
             msg = ("The request was sent to an endpoint of type BROKER, but we wanted an "
                    "endpoint of type CONTROLLER")
         else:
             code = ErrorCode.unsupported_endpoint_type
-            msg = f"Unsupported endpoint type {endpoint}"
+            msg = f"Unsupported endpoint type {kind}"
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request if v == 0
                     else code, error_message=msg, endpoint_type=BROKERS, cluster_id="",
                     controller_id=-1, brokers=(), cluster_authorized_operations=NO_OPS)
-    broker = make(mod.DescribeClusterBroker, broker_id=b.node_id, host=b.host, port=b.port,
+    host, port = endpoint(ctx)
+    broker = make(mod.DescribeClusterBroker, broker_id=b.node_id, host=host, port=port,
                   rack=None, is_fenced=False)
     ops = CLUSTER_OPS if req.include_cluster_authorized_operations else NO_OPS
     return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,

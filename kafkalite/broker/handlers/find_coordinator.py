@@ -14,6 +14,7 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.listeners import endpoint
 
 GROUP, TRANSACTION = 0, 1
 INTERNAL_TOPICS = {GROUP: "__consumer_offsets", TRANSACTION: "__transaction_state"}
@@ -38,19 +39,20 @@ async def handle(ctx, req):
     v = ctx.api_version
     b = ctx.broker
     key_type = getattr(req, "key_type", GROUP)
+    host, port = endpoint(ctx)  # the coordinator's address on the client's listener
     if v < 4:
         err, msg = await _lookup(ctx, key_type)
         msg = "NONE" if msg is OK else msg  # Kafka's Errors.NONE.message() before v4
         ok = err == ErrorCode.none
         return make(response_class(10, v), throttle_time=ZERO, error_code=err,
                     error_message=msg, node_id=b.node_id if ok else -1,
-                    host=b.host if ok else "", port=b.port if ok else -1)
+                    host=host if ok else "", port=port if ok else -1)
     mod = response_module(10, v)
     coords = []
     for key in req.coordinator_keys:
         err, msg = await _lookup(ctx, key_type)
         ok = err == ErrorCode.none
         coords.append(mod.Coordinator(key=key, node_id=b.node_id if ok else -1,
-                                      host=b.host if ok else "", port=b.port if ok else -1,
+                                      host=host if ok else "", port=port if ok else -1,
                                       error_code=err, error_message=msg))
     return make(response_class(10, v), throttle_time=ZERO, coordinators=tuple(coords))

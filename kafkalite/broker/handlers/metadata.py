@@ -23,6 +23,7 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.listeners import endpoint
 from .describe_cluster import CLUSTER_OPS
 
 log = logging.getLogger("kafkalite.broker")
@@ -89,7 +90,8 @@ async def handle(ctx, req):
                     continue
             entries.append(_topic_entry(mod, b, topic, ops) if topic else
                            _error_entry(mod, name, ErrorCode.unknown_topic_or_partition, ops))
-    broker = make(mod.MetadataResponseBroker, node_id=b.node_id, host=b.host, port=b.port,
+    host, port = endpoint(ctx)
+    broker = make(mod.MetadataResponseBroker, node_id=b.node_id, host=host, port=port,
                   rack=None)
     cluster_ops = CLUSTER_OPS if getattr(req, "include_cluster_authorized_operations",
                                          False) else NO_OPS
