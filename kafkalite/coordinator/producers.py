@@ -312,7 +312,13 @@ class ProducerIdAllocator:
     async def allocate(self) -> int:
         """A fresh producer id. Raises OSError when the next block cannot be persisted."""
         while self._next >= self._limit:
-            await self._reserve()
+            fut = self._reserve()
+            await fut
+            if self._reserving is fut:
+                # Done, but its callback (which raises the limit) has not run yet: a request
+                # can arrive between the two, and awaiting a done future does not yield, so
+                # without this the loop would spin forever and the broker hang.
+                await asyncio.sleep(0)
         pid = self._next
         self._next += 1
         if self._limit - self._next <= self.block // 2 and self._reserving is None:

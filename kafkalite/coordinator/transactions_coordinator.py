@@ -377,8 +377,8 @@ class TransactionCoordinator(TransactionQueries):
             if todo:
                 log.warning("Markers of %r not written to %s; will retry", txn_id, sorted(todo))
                 return
-        if meta.pending is not None:
-            return
+        if meta.pending is not None or self._unmarked.get(txn_id) is not todo:
+            return  # another completion (tick's retry of the same one) got there first
         if await self._persist(meta, meta.prepare_complete(self.clock.wall_ms())) == E.none:
             self._unmarked.pop(txn_id, None)
             if commit:

@@ -348,3 +348,31 @@ async def test_no_producer_id_is_handed_out_twice_after_a_crash(tmp_path):
         await stuck.allocate()
     with open(path) as f:
         assert max(got) < int(f.read())
+
+
+@pytest.mark.timeout(10)  # before the fix, the event loop spun without yielding
+async def test_a_request_between_a_block_reserved_and_its_limit_applied_gets_an_id(tmp_path):
+    import concurrent.futures
+
+    class HeldExecutor(concurrent.futures.ThreadPoolExecutor):
+        """Runs the write at once; its completion reaches the loop when the test says."""
+        def __init__(self):
+            super().__init__(max_workers=1)
+            self.held: list[concurrent.futures.Future] = []
+
+        def submit(self, fn, /, *args, **kwargs):
+            fn(*args, **kwargs)
+            self.held.append(concurrent.futures.Future())
+            return self.held[-1]
+
+    ex = HeldExecutor()
+    asyncio.get_running_loop().set_default_executor(ex)
+    pids = ProducerIdAllocator(str(tmp_path / "producer-ids"), block=4)
+    first = asyncio.ensure_future(pids.allocate())  # waits for the first block
+    await asyncio.sleep(0)
+    assert not first.done() and len(ex.held) == 1
+    # The block's future completes in the loop's next round, which also runs the second
+    # request before the callback that applies the new limit.
+    ex.held[0].set_result(None)
+    second = asyncio.ensure_future(pids.allocate())
+    assert sorted(await asyncio.gather(first, second)) == [0, 1]

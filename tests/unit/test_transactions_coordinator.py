@@ -331,3 +331,26 @@ async def test_metrics_count_open_committed_aborted(tmp_path):
             assert line in text
     finally:
         broker.close()
+
+
+async def test_tick_completes_the_transaction_while_end_txn_waits_for_its_markers(h):
+    pid, epoch = await begin(h)
+    held, release = asyncio.Event(), asyncio.Event()
+    recording = h.markers
+
+    async def first_held(*args):
+        if not held.is_set():
+            held.set()
+            await release.wait()
+        return await recording(*args)
+    h.coord.write_markers = first_held
+    ending = asyncio.ensure_future(h.coord.end_txn("tx", pid, epoch, True))
+    await h.settle()
+    assert held.is_set()
+    await h.tick(ABORT_CHECK)  # the retry writes the markers again and completes
+    meta = h.coord.txns["tx"]
+    assert meta.state == S.COMPLETE_COMMIT
+    release.set()
+    # before: IllegalState (CompleteCommit -> CompleteAbort) and the connection closed
+    assert await ending == E.none
+    assert meta.state == S.COMPLETE_COMMIT and h.coord.committed == 1
