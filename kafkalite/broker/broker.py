@@ -79,6 +79,7 @@ class Broker:
         self.stats = BrokerStats()
         self.quotas = ClientQuotas(None, self.clock)
         self.scram = ScramStore(None)
+        self.authorizer: Any = None  # security.acls.Authorizer when one is configured (open())
         # Called with a topic's name after it is deleted (committed offsets, sessions…).
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
         # Called as (topic, partition, producer_id, commit) after each transaction marker.

@@ -65,7 +65,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .acls import Authorizer, Operation, ResourceType
+from .acls import (CLUSTER_NAME, WILDCARD, WILDCARD_PRINCIPAL, Authorizer, Operation,
+                   PatternType, Permission, ResourceType)
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -91,10 +92,87 @@ def host_of(ctx: Any) -> str:
 
 def check(ctx: Any, operation: Operation, resource_type: ResourceType, name: str) -> bool:
     """May the request's principal, from its host, do `operation` on the resource?"""
-    auth: Authorizer | None = getattr(ctx.broker, "authorizer", None)
+    auth: Authorizer | None = ctx.broker.authorizer
     if auth is None:
         return True
     return auth.authorize(principal_of(ctx), host_of(ctx), operation, resource_type, name)
+
+
+def denied(ctx: Any, operation: Operation, resource_type: ResourceType,
+           names: Iterable[str]) -> set[str]:
+    """The names among `names` the principal may not do `operation` on (Kafka's
+    filterByAuthorized, inverted): empty, at once, without an authorizer."""
+    auth: Authorizer | None = ctx.broker.authorizer
+    if auth is None:
+        return set()
+    principal, host = principal_of(ctx), host_of(ctx)
+    return {n for n in set(names)
+            if not auth.authorize(principal, host, operation, resource_type, n)}
+
+
+def cluster(ctx: Any, operation: Operation) -> bool:
+    return check(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+# AclEntry.supportedOperations: what authorized_operations lists per resource type.
+SUPPORTED_OPS = {
+    ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE,
+                         Operation.DELETE, Operation.ALTER, Operation.DESCRIBE_CONFIGS,
+                         Operation.ALTER_CONFIGS),
+    ResourceType.GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE),
+    ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION,
+                           Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
+                           Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (Operation.DESCRIBE, Operation.WRITE),
+}
+
+
+def authorized_operations(ctx: Any, resource_type: ResourceType,
+                          name: str = CLUSTER_NAME) -> int:
+    """The bit field of the supported operations the principal may do on the resource
+    (AuthHelper.authorizedOperations): all of them without an authorizer."""
+    return sum(1 << op for op in SUPPORTED_OPS[resource_type]
+               if check(ctx, op, resource_type, name))
+
+
+def cluster_operations(ctx: Any) -> int:
+    """cluster_authorized_operations as Metadata v8-10 and DescribeCluster answer it when
+    asked: 0 without DESCRIBE on the cluster, else the authorized operations."""
+    return authorized_operations(ctx, ResourceType.CLUSTER) \
+        if cluster(ctx, Operation.DESCRIBE) else 0
+
+
+def by_resource_type(ctx: Any, operation: Operation, resource_type: ResourceType) -> bool:
+    """Kafka's Authorizer.authorizeByResourceType (InitProducerId of an idempotent producer:
+    WRITE on any topic): allowed on a resource named "hardcode" (super users, or
+    allow.everyone.if.no.acl.found), or some ALLOW of the principal not dominated by a DENY
+    (the same LITERAL name, a PREFIXED prefix of it, or LITERAL "*")."""
+    auth: Authorizer | None = ctx.broker.authorizer
+    if auth is None or auth.authorize(principal_of(ctx), host_of(ctx), operation,
+                                      resource_type, "hardcode"):
+        return True
+    principal, host = principal_of(ctx), host_of(ctx)
+    deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+    allow: list[tuple[PatternType, str]] = []
+    for b in auth.acls:
+        if (b.resource_type != resource_type or b.host not in (host, WILDCARD)
+                or b.principal not in (principal, WILDCARD_PRINCIPAL)
+                or b.operation not in (operation, Operation.ALL)):
+            continue
+        if b.permission == Permission.DENY:
+            if b.pattern_type == PatternType.LITERAL and b.name == WILDCARD:
+                return False
+            deny[b.pattern_type].add(b.name)
+        elif b.pattern_type == PatternType.LITERAL and b.name == WILDCARD:
+            return True
+        else:
+            allow.append((b.pattern_type, b.name))
+    for ptype, name in allow:
+        if ptype == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
+            continue
+        if not any(name[:i] in deny[PatternType.PREFIXED] for i in range(1, len(name) + 1)):
+            return True
+    return False
 
 
 def admin_refusal(ctx: Any, operation: Operation, items: Iterable[Any],
@@ -108,9 +186,9 @@ def admin_refusal(ctx: Any, operation: Operation, items: Iterable[Any],
     if any(getattr(item, name) == 0 for item in items for name in fields):
         raise MalformedRequest(f"API key {ctx.api_key}: an UNKNOWN (0) resource type, "
                                "pattern type, operation or permission")
-    if getattr(ctx.broker, "authorizer", None) is None:
+    if ctx.broker.authorizer is None:
         return ErrorCode.security_disabled, "No Authorizer is configured."
-    if not check(ctx, operation, ResourceType.CLUSTER, "kafka-cluster"):
+    if not cluster(ctx, operation):
         return (ErrorCode.cluster_authorization_failed,
                 f"Request {principal_of(ctx)} is not authorized.")
     return None

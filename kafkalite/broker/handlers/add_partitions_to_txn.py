@@ -9,12 +9,20 @@
 # checked against the ongoing transaction, nothing is added (TRANSACTION_ABORTABLE for a
 # partition not in it, as Kafka 3.8). Kafka without an authorizer answers a client's v4+ the
 # same way, so kafkalite does too. Before v2, PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+# Authorization as KafkaApis: v0-3 WRITE on the transactional id (every partition
+# TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED, also
+# for the internal topics; the others OPERATION_NOT_ATTEMPTED); v4+ CLUSTER_ACTION on the
+# cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole request.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import check, cluster, denied
+from ...security.acls import Operation, ResourceType
+
+INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def _exists(broker, topic: str, partition: int) -> bool:
@@ -25,9 +33,17 @@ def _exists(broker, topic: str, partition: int) -> bool:
 async def _answer(ctx, txn_id, pid, epoch, topics, verify_only: bool) -> dict:
     """{(topic, partition): error} for one transaction."""
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    missing = {tp for tp in wanted if not _exists(ctx.broker, *tp)}
-    if missing:
-        return {tp: E.unknown_topic_or_partition if tp in missing else E.operation_not_attempted
+    refused: set[str] = set()
+    if ctx.api_version < 4:  # from clients: WRITE on the id and on each (non-internal) topic
+        if not check(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            return dict.fromkeys(wanted, E.transactional_id_authorization_failed)
+        names = {t.name for t in topics}
+        refused = (names & INTERNAL) | denied(ctx, Operation.WRITE, ResourceType.TOPIC,
+                                              names - INTERNAL)
+    missing = {tp for tp in wanted if tp[0] not in refused and not _exists(ctx.broker, *tp)}
+    if missing or refused:
+        return {tp: E.topic_authorization_failed if tp[0] in refused else
+                E.unknown_topic_or_partition if tp in missing else E.operation_not_attempted
                 for tp in wanted}
     coord = ctx.broker.transactions
     if verify_only:
@@ -58,6 +74,9 @@ async def handle(ctx, req):
                                req.v3_and_below_topics, False)
         return make(cls, throttle_time=ZERO, results_by_topic_v3_and_below=_topic_results(
             mod, errors))
+    if not cluster(ctx, Operation.CLUSTER_ACTION):  # v4+ is meant for brokers
+        return make(cls, throttle_time=ZERO, error_code=E.cluster_authorization_failed,
+                    results_by_transaction=())
     results = []
     for txn in req.transactions:
         errors = await _answer(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,

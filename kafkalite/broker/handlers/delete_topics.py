@@ -19,6 +19,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_TOPIC = "This server does not host this topic-partition."
@@ -77,6 +79,24 @@ def _resolve(logs, items) -> tuple[list, list]:
     return targets, errors
 
 
+def _authorized(ctx, items, targets: list, rows: list) -> tuple[list, list]:
+    """DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED whether it exists or not; a topic
+    named by id without DESCRIBE on it keeps its name secret (KafkaApis / ControllerApis)."""
+    by_id = {i for n, i in items if i is not None}
+    names = {t.name for t in targets} | {r[0] for r in rows if r[0] is not None}
+    no_delete = denied(ctx, Operation.DELETE, ResourceType.TOPIC, names)
+    no_describe = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
+    failed = ErrorCode.topic_authorization_failed
+    rows = [(n, i, failed, None) if c == ErrorCode.unknown_topic_or_partition and n in no_delete
+            else (n, i, c, m) for n, i, c, m in rows]
+    for t in targets:
+        if t.topic_id in by_id and t.name in no_describe:
+            rows.append((None, t.topic_id, failed, None))
+        elif t.name in no_delete:
+            rows.append((t.name, t.topic_id, failed, None))
+    return [t for t in targets if t.name not in no_delete], rows
+
+
 @api(20, "DeleteTopics", (1, 6))
 async def handle(ctx, req):
     b = ctx.broker
@@ -88,6 +108,8 @@ async def handle(ctx, req):
         rows = [(n, i or ZERO_UUID, code, "Topic deletion is disabled.") for n, i in items]
     else:
         targets, rows = _resolve(b.logs, items)
+        if b.authorizer is not None:
+            targets, rows = _authorized(ctx, items, targets, rows)
         for topic in targets:
             try:
                 await _delete(b, topic)

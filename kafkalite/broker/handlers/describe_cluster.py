@@ -2,8 +2,8 @@
 #
 # One broker, this node, at its advertised address; it is also the controller (a combined
 # KRaft node), so controller_id is node.id. cluster_authorized_operations is Int.MIN unless
-# requested; when requested it lists every operation Kafka supports on the CLUSTER resource,
-# as Kafka answers without an authorizer (AuthHelper.authorizedOperations). endpoint_type
+# requested; when requested, the operations the ACLs allow on the CLUSTER (0 without
+# DESCRIBE on it; without an authorizer every one Kafka supports), as AuthHelper's. endpoint_type
 # (v1+) must be 1 (brokers): 2 (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else
 # UNSUPPORTED_ENDPOINT_TYPE, both INVALID_REQUEST at v0 (AuthHelper.
 # computeDescribeClusterResponse). v2 (Kafka 4.0, KIP-1073) adds is_fenced: never fenced.
@@ -13,13 +13,11 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster_operations
 from ...security.listeners import endpoint
 
 NO_OPS = -2147483648
 BROKERS, CONTROLLERS = 1, 2
-# AclOperation codes Kafka supports on CLUSTER: ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE 5.
-CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 @api(60, "DescribeCluster", (0, 2))
@@ -43,7 +41,7 @@ async def handle(ctx, req):
     host, port = endpoint(ctx)
     broker = make(mod.DescribeClusterBroker, broker_id=b.node_id, host=host, port=port,
                   rack=None, is_fenced=False)
-    ops = CLUSTER_OPS if req.include_cluster_authorized_operations else NO_OPS
+    ops = cluster_operations(ctx) if req.include_cluster_authorized_operations else NO_OPS
     return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
                 endpoint_type=BROKERS, cluster_id=b.logs.cluster_id, controller_id=b.node_id,
                 brokers=(broker,), cluster_authorized_operations=ops)

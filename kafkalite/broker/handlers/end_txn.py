@@ -11,16 +11,22 @@
 # INVALID_PRODUCER_ID_MAPPING. Gap: v5 (Kafka 4.0's KIP-890 part 2 epoch bump) is not served:
 # clients send it only when ApiVersions finalizes `transaction.version` >= 2, which kafkalite
 # does not advertise, so every client stays on the 3.8 protocol (COMPATIBILITY.md).
+# WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 
 
 @api(26, "EndTxn", (0, 4))
 async def handle(ctx, req):
+    if not check(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return make(response_class(26, ctx.api_version), throttle_time=ZERO,
+                    error_code=E.transactional_id_authorization_failed)
     err = await ctx.broker.transactions.end_txn(req.transactional_id, req.producer_id,
                                                 req.producer_epoch, req.committed)
     if err == E.producer_fenced and ctx.api_version < 2:

@@ -7,7 +7,8 @@
 # one whole batch even if it is larger (KIP-74). Long polls wait for min_bytes or max_wait,
 # woken by appends to the partitions they read. OFFSET_OUT_OF_RANGE carries the high
 # watermark and log start offset. Sessions (KIP-227) are in fetch_sessions.py; v13+
-# addresses topics by id (UNKNOWN_TOPIC_ID for unknown ids). Single broker: the preferred
+# addresses topics by id (UNKNOWN_TOPIC_ID for unknown ids). A topic the principal may not
+# READ answers TOPIC_AUTHORIZATION_FAILED, unread, and the fetch does not wait. Single broker: the preferred
 # read replica is -1, leader epoch is 0.
 # Transactions: every answer carries the partition's last stable offset (LSO: the first
 # offset of its oldest open transaction, else the high watermark). isolation_level=1
@@ -29,6 +30,8 @@ from ..build import to_ms
 from ..fetch_sessions import FetchSessionCache, SessionPartition
 from ..quotas import FETCH
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 from ._storage import LogError, log_error_code
 
 _PART = struct.Struct(">ihqq")
@@ -214,21 +217,31 @@ async def handle(ctx, req):
     max_bytes = min(getattr(req, "max_bytes", 0x7FFFFFFF),
                     broker.quotas.fetch_max_bytes(ctx.client_id))  # client quotas
     names = _topic_names(broker, use_ids, partitions)
+    readable = partitions
+    refused = denied(ctx, Operation.READ, ResourceType.TOPIC,
+                     (names[t] if use_ids else t for t, _ in partitions
+                      if not use_ids or t in names))
+    if refused:  # answered TOPIC_AUTHORIZATION_FAILED, never read (KafkaApis)
+        for k in partitions:
+            if names.get(k[0]) in refused:
+                fenced[k] = ErrorCode.topic_authorization_failed
+        readable = OrderedDict((k, sp) for k, sp in partitions.items() if k not in fenced)
     committed = getattr(req, "isolation_level", 0) == 1
-    results, total, error = await _read_all(broker, use_ids, partitions, max_bytes, committed)
+    results, total, error = await _read_all(broker, use_ids, readable, max_bytes, committed)
+    error = error or bool(refused)
     by_name = None
     while True:
         remaining = deadline - loop.time()
         if total >= req.min_bytes or error or remaining <= 0 or broker.closing:
             break
         if by_name is None:
-            by_name = {(names[t], idx): (t, idx) for t, idx in partitions if t in names}
+            by_name = {(names[t], idx): (t, idx) for t, idx in readable if t in names}
         woken = await broker.notifier.wait(by_name, remaining)
         if not woken:  # the wait ran out: a last full read, as Kafka's DelayedFetch expiry
-            results, total, error = await _read_all(broker, use_ids, partitions, max_bytes,
+            results, total, error = await _read_all(broker, use_ids, readable, max_bytes,
                                                     committed)
             break
-        results, total, error = await _read_all(broker, use_ids, partitions, max_bytes,
+        results, total, error = await _read_all(broker, use_ids, readable, max_bytes,
                                                 committed, results,
                                                 {by_name[k] for k in woken})
     for k, code in fenced.items():

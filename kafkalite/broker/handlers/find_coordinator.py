@@ -14,13 +14,21 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 from ...security.listeners import endpoint
 
 GROUP, TRANSACTION = 0, 1
 INTERNAL_TOPICS = {GROUP: "__consumer_offsets", TRANSACTION: "__transaction_state"}
 
 
-async def _lookup(ctx, key_type: int) -> tuple[ErrorCode, str | None]:
+async def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, str | None]:
+    # DESCRIBE on the group / transactional id first, as KafkaApis.getCoordinator.
+    if key_type == GROUP and not check(ctx, Operation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.group_authorization_failed, None
+    if key_type == TRANSACTION and not check(ctx, Operation.DESCRIBE,
+                                             ResourceType.TRANSACTIONAL_ID, key):
+        return ErrorCode.transactional_id_authorization_failed, None
     if key_type in INTERNAL_TOPICS:
         await ctx.broker.internal_topic(INTERNAL_TOPICS[key_type])
         return ErrorCode.none, OK
@@ -41,7 +49,7 @@ async def handle(ctx, req):
     key_type = getattr(req, "key_type", GROUP)
     host, port = endpoint(ctx)  # the coordinator's address on the client's listener
     if v < 4:
-        err, msg = await _lookup(ctx, key_type)
+        err, msg = await _lookup(ctx, key_type, req.key)
         msg = "NONE" if msg is OK else msg  # Kafka's Errors.NONE.message() before v4
         ok = err == ErrorCode.none
         return make(response_class(10, v), throttle_time=ZERO, error_code=err,
@@ -50,7 +58,7 @@ async def handle(ctx, req):
     mod = response_module(10, v)
     coords = []
     for key in req.coordinator_keys:
-        err, msg = await _lookup(ctx, key_type)
+        err, msg = await _lookup(ctx, key_type, key)
         ok = err == ErrorCode.none
         coords.append(mod.Coordinator(key=key, node_id=b.node_id if ok else -1,
                                       host=host if ok else "", port=port if ok else -1,

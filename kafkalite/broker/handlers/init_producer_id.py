@@ -10,18 +10,32 @@
 # client), INVALID_TRANSACTION_TIMEOUT beyond transaction.max.timeout.ms.
 # Version notes: before v4, PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH, as Kafka does;
 # a producer id without an epoch (or the reverse) is INVALID_REQUEST, as Kafka checks it.
+# Authorization first (KafkaApis): WRITE on the transactional id
+# (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without one, IDEMPOTENT_WRITE on the cluster or
+# WRITE on some topic (authorizeByResourceType), else CLUSTER_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, to_ms
 from ..registry import api
+from ...security.acl_check import by_resource_type, check, cluster
+from ...security.acls import Operation, ResourceType
 
 
 @api(22, "InitProducerId", (0, 5))
 async def handle(ctx, req):
     cls = response_class(22, ctx.api_version)
     pid, epoch = getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1)
+    txn_id = req.transactional_id
+    if txn_id is not None and not check(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                        txn_id):
+        return make(cls, throttle_time=ZERO, producer_id=-1, producer_epoch=-1,
+                    error_code=ErrorCode.transactional_id_authorization_failed)
+    if txn_id is None and not cluster(ctx, Operation.IDEMPOTENT_WRITE) and \
+            not by_resource_type(ctx, Operation.WRITE, ResourceType.TOPIC):
+        return make(cls, throttle_time=ZERO, producer_id=-1, producer_epoch=-1,
+                    error_code=ErrorCode.cluster_authorization_failed)
     if (pid == -1) != (epoch == -1):
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request,
                     producer_id=-1, producer_epoch=-1)

@@ -12,13 +12,15 @@
 # coordinator/consumer_group_classic.py, routed by the group coordinator).
 # A KIP-932 share group's id answers INCONSISTENT_GROUP_PROTOCOL with an empty member id, as
 # Kafka 4.x's classicGroupJoin.
-# Gaps: the reason (v8+) is only logged; no authorization.
+# READ on the group, else GROUP_AUTHORIZATION_FAILED. Gaps: the reason (v8+) is only logged.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module, to_ms
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 
 
 @api(11, "JoinGroup", (0, 9))
@@ -28,9 +30,11 @@ async def handle(ctx, req):
     rebalance_ms = to_ms(req.rebalance_timeout) if v >= 1 else session_ms
     host = "/" + ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
     protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
-    if ctx.broker.groups.group_type(req.group_id) == "share":
+    denied = not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id)
+    if denied or ctx.broker.groups.group_type(req.group_id) == "share":
         return make(response_class(11, v), throttle_time=ZERO,
-                    error_code=ErrorCode.inconsistent_group_protocol, generation_id=-1,
+                    error_code=ErrorCode.group_authorization_failed if denied
+                    else ErrorCode.inconsistent_group_protocol, generation_id=-1,
                     protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
                     skip_assignment=False, member_id="", members=())
     result = await ctx.broker.groups.join_group(

@@ -6,11 +6,15 @@
 # filter by type and answer it: "classic", or "consumer" for KIP-848 groups (protocol type
 # "consumer", their states Empty/Assigning/Reconciling/Stable), as Kafka 4.x; KIP-932 share
 # groups with protocol type and type "share" (states Empty/Stable), as Kafka 4.x.
+# Authorization: DESCRIBE on the cluster lists all; otherwise only the groups the principal
+# may DESCRIBE.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster, denied
+from ...security.acls import Operation, ResourceType
 
 
 @api(16, "ListGroups", (0, 5))
@@ -37,5 +41,9 @@ async def handle(ctx, req):
                         group_state=state, group_type="share")
                    for gid, state in share.list_groups()
                    if not states or state.lower() in states]
+    if not cluster(ctx, Operation.DESCRIBE):  # else only the groups it may DESCRIBE
+        refused = denied(ctx, Operation.DESCRIBE, ResourceType.GROUP,
+                         (g.group_id for g in listed))
+        listed = [g for g in listed if g.group_id not in refused]
     return make(response_class(16, v), throttle_time=ZERO, error_code=err,
                 groups=tuple(listed))

@@ -24,6 +24,8 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from .fetch import check_leader_epoch
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 from ._storage import LogError, log_error_code
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5
@@ -60,10 +62,13 @@ async def handle(ctx, req):
     logs = ctx.broker.logs
     committed = getattr(req, "isolation_level", 0) == 1
     named = Counter((t.name, rp.partition_index) for t in req.topics for rp in t.partitions)
+    refused = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
 
     async def answer(name, rp):
         p = logs.partition(name, rp.partition_index)
         try:
+            if name in refused:  # before anything else, as KafkaApis
+                raise KafkaError(ErrorCode.topic_authorization_failed)
             if named[name, rp.partition_index] > 1:
                 raise KafkaError(ErrorCode.invalid_request)
             if p is None:

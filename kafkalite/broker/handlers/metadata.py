@@ -10,9 +10,12 @@
 # __transaction_state are created with their coordinator's settings. Invalid names get
 # INVALID_TOPIC_EXCEPTION. Lookup by topic id (v10+) answers UNKNOWN_TOPIC_ID for ids it
 # does not know. Authorized operations (v8+) are Int.MIN unless requested; when requested,
-# every operation Kafka supports on a TOPIC (on every topic entry, errors included) and,
-# v8-10, on the CLUSTER, as Kafka answers without an authorizer
-# (AuthHelper.authorizedOperations).
+# the operations the ACLs allow on a TOPIC (on every topic entry it may describe, errors
+# included) and, v8-10, on the CLUSTER (0 without DESCRIBE on it); without an authorizer
+# every operation Kafka supports (AuthHelper.authorizedOperations).
+# Authorization (KafkaApis): a named topic (or id) the principal may not DESCRIBE answers
+# TOPIC_AUTHORIZATION_FAILED, whether it exists or not, after the others; a request for all
+# topics silently leaves it out; auto-creation needs CREATE on the cluster or the topic.
 from __future__ import annotations
 
 import logging
@@ -24,7 +27,8 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
 from ...security.listeners import endpoint
-from .describe_cluster import CLUSTER_OPS
+from ...security.acl_check import authorized_operations, cluster, cluster_operations, denied
+from ...security.acls import Operation, ResourceType
 
 log = logging.getLogger("kafkalite.broker")
 
@@ -57,10 +61,21 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(3, v)
     logs = b.logs
-    ops = TOPIC_OPS if getattr(req, "include_topic_authorized_operations", False) else NO_OPS
+    want_ops = getattr(req, "include_topic_authorized_operations", False)
+    auth = b.authorizer is not None
+
+    def ops(name: str) -> int:
+        if not want_ops:
+            return NO_OPS
+        return authorized_operations(ctx, ResourceType.TOPIC, name) if auth else TOPIC_OPS
     entries = []
+    refused_entries = []
     if req.topics is None or (v == 0 and not req.topics):
-        entries = [_topic_entry(mod, b, t, ops) for t in list(logs.topics.values())]
+        topics = list(logs.topics.values())
+        if auth:  # all topics: those it may not DESCRIBE are silently left out
+            hidden = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in topics))
+            topics = [t for t in topics if t.name not in hidden]
+        entries = [_topic_entry(mod, b, t, ops(t.name)) for t in topics]
     else:
         allow = getattr(req, "allow_auto_topic_creation", True)
         seen: set = set()
@@ -72,29 +87,47 @@ async def handle(ctx, req):
             tid = getattr(t, "topic_id", None)
             if name is None and tid is not None and tid != ZERO_UUID:
                 topic = logs.by_id.get(tid)
-                entries.append(_topic_entry(mod, b, topic, ops) if topic else
-                               _error_entry(mod, None, ErrorCode.unknown_topic_id, ops, tid))
+                if topic and auth and denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
+                                             (topic.name,)):
+                    refused_entries.append(_error_entry(  # ids are not secret (KafkaApis)
+                        mod, None, ErrorCode.topic_authorization_failed, NO_OPS, tid))
+                    continue
+                entries.append(_topic_entry(mod, b, topic, ops(topic.name)) if topic else
+                               _error_entry(mod, None, ErrorCode.unknown_topic_id, NO_OPS, tid))
+                continue
+            if auth and denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, (name,)):
+                # whether it exists or not, and without its id
+                refused_entries.append(_error_entry(
+                    mod, name, ErrorCode.topic_authorization_failed, NO_OPS))
                 continue
             topic = logs.get(name)
             if topic is None:
+                if allow and auth and b.config["auto.create.topics.enable"] and not \
+                        cluster(ctx, Operation.CREATE) and denied(
+                            ctx, Operation.CREATE, ResourceType.TOPIC, (name,)):
+                    refused_entries.append(_error_entry(
+                        mod, name, ErrorCode.topic_authorization_failed, NO_OPS))
+                    continue
                 try:
                     validate_topic_name(name)
                     topic = await b.auto_create(name) if allow else None
                 except KafkaError as e:
-                    entries.append(_error_entry(mod, name, e.code, ops))
+                    entries.append(_error_entry(mod, name, e.code, ops(name)))
                     continue
                 except OSError as e:  # the creation failed on disk: the client retries
                     log.error("Auto-creating topic %s failed: %s", name, e)
                     entries.append(_error_entry(mod, name, ErrorCode.leader_not_available,
-                                                ops))
+                                                ops(name)))
                     continue
-            entries.append(_topic_entry(mod, b, topic, ops) if topic else
-                           _error_entry(mod, name, ErrorCode.unknown_topic_or_partition, ops))
+            entries.append(_topic_entry(mod, b, topic, ops(name)) if topic else
+                           _error_entry(mod, name, ErrorCode.unknown_topic_or_partition,
+                                        ops(name)))
     host, port = endpoint(ctx)
     broker = make(mod.MetadataResponseBroker, node_id=b.node_id, host=host, port=port,
                   rack=None)
-    cluster_ops = CLUSTER_OPS if getattr(req, "include_cluster_authorized_operations",
-                                         False) else NO_OPS
+    cluster_ops = cluster_operations(ctx) if getattr(
+        req, "include_cluster_authorized_operations", False) else NO_OPS
     return make(response_class(3, v), throttle_time=ZERO, brokers=(broker,),
                 cluster_id=b.logs.cluster_id, controller_id=b.node_id,
-                topics=tuple(entries), cluster_authorized_operations=cluster_ops)
+                topics=tuple(entries + refused_entries),
+                cluster_authorized_operations=cluster_ops)

@@ -9,7 +9,8 @@
 # group.instance.id; v9 names the generation generation_id_or_member_epoch (the classic
 # protocol reads it as a generation; a KIP-848 consumer group as the member epoch:
 # STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID, and members of such groups must use v9, else
-# UNSUPPORTED_VERSION, as Kafka). v0/v1 (ZooKeeper-era) are not served, as Kafka 4.
+# UNSUPPORTED_VERSION, as Kafka). Authorization: READ on the group (else every partition
+# GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED). v0/v1 (ZooKeeper-era) are not served, as Kafka 4.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -17,15 +18,18 @@ from ...wire.errors import ErrorCode
 from ...coordinator.groups import CommittedOffset
 from ..build import ZERO, make, response_module, to_ms
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 
 
 TP = tuple[str, int]
 
 
-def requested(b, req, now: int, expire: int = -1
+def requested(b, req, now: int, expire: int = -1, refused: set | frozenset = frozenset()
               ) -> tuple[list[TP], dict[TP, ErrorCode], dict[TP, CommittedOffset]]:
     """The partitions in request order, the answers already known (topics that do not
-    exist: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis), and the offsets to commit.
+    exist: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis; `refused` ones, without READ:
+    TOPIC_AUTHORIZATION_FAILED), and the offsets to commit.
     Shared with TxnOffsetCommit, whose partitions have the same fields."""
     answers: dict[TP, ErrorCode] = {}
     wanted: dict[TP, CommittedOffset] = {}
@@ -34,13 +38,32 @@ def requested(b, req, now: int, expire: int = -1
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             order.append(tp)
-            if b.logs.partition(*tp) is None:
+            if t.name in refused:
+                answers[tp] = ErrorCode.topic_authorization_failed
+            elif b.logs.partition(*tp) is None:
                 answers[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 wanted[tp] = CommittedOffset(p.committed_offset,
                                              getattr(p, "committed_leader_epoch", -1),
                                              p.committed_metadata or "", now, expire)
     return order, answers, wanted
+
+
+def group_refusal(ctx, req, order: list[TP]) -> dict[TP, ErrorCode] | None:
+    """Every partition's answer when the principal may not READ the group (and, for
+    TxnOffsetCommit, WRITE its transactional id, checked first as KafkaApis); else None."""
+    txn_id = getattr(req, "transactional_id", None)
+    if txn_id is not None and not check(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                        txn_id):
+        return dict.fromkeys(order, ErrorCode.transactional_id_authorization_failed)
+    if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return dict.fromkeys(order, ErrorCode.group_authorization_failed)
+    return None
+
+
+def refused_topics(ctx, req) -> set[str]:
+    """The request's topics the principal may not READ."""
+    return denied(ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
 
 
 async def sync_offsets(b, group_id: str, answers: dict[TP, ErrorCode]) -> None:
@@ -77,7 +100,11 @@ async def handle(ctx, req):
     coord = b.groups
     now = coord.wall_ms()
     retention = to_ms(req.retention_time) if hasattr(req, "retention_time") else -1
-    order, answers, wanted = requested(b, req, now, now + retention if retention >= 0 else -1)
+    order, answers, wanted = requested(b, req, now, now + retention if retention >= 0 else -1,
+                                       refused_topics(ctx, req))
+    refusal = group_refusal(ctx, req, order)
+    if refusal is not None:
+        return respond(8, ctx.api_version, "OffsetCommit", order, refusal)
     group = coord.consumer_groups.get(req.group_id)
     if group is not None and wanted:
         # A KIP-848 group: the member epoch is checked here; the offsets go to the group's

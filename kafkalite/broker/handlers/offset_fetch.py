@@ -12,12 +12,16 @@
 # v8+ fetch several groups per request; v9's member id/epoch (new consumer protocol) are
 # ignored for classic groups; for a KIP-848 consumer group they are checked
 # (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; an admin fetch without member id passes).
+# Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on topics: named
+# ones answer TOPIC_AUTHORIZATION_FAILED, an all-topics fetch leaves them out.
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 
 
 def _wanted(topics) -> list[tuple[str, int]] | None:
@@ -35,6 +39,30 @@ def _stable(coord, req, group_id: str, entries):
 
 
 _UNSTABLE = object()
+_DENIED = object()
+
+
+def _fetch(ctx, req, group_id: str, topics) -> tuple[ErrorCode, list]:
+    """The group's offsets as the principal may see them (KafkaApis): DESCRIBE on the group,
+    else GROUP_AUTHORIZATION_FAILED; topics without DESCRIBE are left out of an all-topics
+    fetch and answer TOPIC_AUTHORIZATION_FAILED when named."""
+    coord = ctx.broker.groups
+    if not check(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
+    wanted = _wanted(topics)
+    if wanted is None:
+        err, entries = coord.fetch_offsets(group_id, None)
+        refused = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
+                         (tp[0] for tp, _ in entries))
+        return err, _stable(coord, req, group_id,
+                            [e for e in entries if e[0][0] not in refused])
+    refused = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, (n for n, _ in wanted))
+    err, entries = coord.fetch_offsets(
+        group_id, [tp for tp in wanted if tp[0] not in refused] if refused else wanted)
+    entries = _stable(coord, req, group_id, entries)
+    if refused and err == ErrorCode.none:
+        entries = list(entries) + [(tp, _DENIED) for tp in wanted if tp[0] in refused]
+    return err, entries
 
 
 def _topics(mod, topic_cls: str, part_cls: str, entries, error: ErrorCode | None = None):
@@ -43,6 +71,8 @@ def _topics(mod, topic_cls: str, part_cls: str, entries, error: ErrorCode | None
         err = error if error is not None else ErrorCode.none
         if o is _UNSTABLE:
             o, err = None, ErrorCode.unstable_offset_commit
+        elif o is _DENIED:
+            o, err = None, ErrorCode.topic_authorization_failed
         by_topic.setdefault(name, []).append(make(
             getattr(mod, part_cls), partition_index=idx,
             committed_offset=o.offset if o else -1,
@@ -71,21 +101,20 @@ async def handle(ctx, req):
     if v >= 8:
         groups = []
         for g in req.groups:
-            err = _member_error(ctx.broker, g)
+            err = _member_error(ctx.broker, g) if check(
+                ctx, Operation.DESCRIBE, ResourceType.GROUP, g.group_id) else None
             if err is not None:
                 groups.append(mod.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err,
                                                            topics=()))
                 continue
-            err, entries = coord.fetch_offsets(g.group_id, _wanted(g.topics))
-            entries = _stable(coord, req, g.group_id, entries)
+            err, entries = _fetch(ctx, req, g.group_id, g.topics)
             groups.append(mod.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=err,
                 topics=_topics(mod, "OffsetFetchResponseTopics", "OffsetFetchResponsePartitions",
                                entries)))
         return make(cls, throttle_time=ZERO, groups=tuple(groups))
     wanted = _wanted(req.topics)
-    err, entries = coord.fetch_offsets(req.group_id, wanted)
-    entries = _stable(coord, req, req.group_id, entries)
+    err, entries = _fetch(ctx, req, req.group_id, req.topics)
     if err != ErrorCode.none and v < 2:
         topics = _topics(mod, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition",
                          [(tp, None) for tp in wanted or ()], err)

@@ -28,7 +28,9 @@
 # transaction is open in the partition is INVALID_TXN_STATE, as Kafka's ProducerAppendInfo.
 # None of this runs for a batch without the transactional bit. A request with transactional
 # batches but no transactional_id is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-# (Kafka's KafkaApis checks that before anything else).
+# (Kafka's KafkaApis checks that before anything else), as is one whose principal may not
+# WRITE its transactional id; a topic it may not WRITE answers TOPIC_AUTHORIZATION_FAILED
+# for each partition.
 # Gaps: topic compression.type other than `producer` is not applied
 # (batches are stored as sent); elsewhere timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
@@ -44,6 +46,8 @@ from ...wire.records import TRANSACTIONAL_BIT, validate_produce_batch
 from ..quotas import PRODUCE
 from ..record_checks import RecordErrors, check_records
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 from ._storage import LogError, log_error_code
 
 _P3 = struct.Struct(">ihqq")     # index, error, base offset, log append time
@@ -185,13 +189,16 @@ async def handle(ctx, req):
     results: list[tuple[str, list[tuple]]] = []
     touched = []
     failed = False
-    if req.transactional_id is None and _has_transactional(req):
+    txn_id = req.transactional_id
+    if (txn_id is None and _has_transactional(req)) or (txn_id is not None and not check(
+            ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)):
         return [encode_response(ctx.api_version, [(td.name, [_partition_result(
             pd.index, ErrorCode.transactional_id_authorization_failed)
             for pd in td.partition_data]) for td in req.topic_data])]
+    refused = denied(ctx, Operation.WRITE, ResourceType.TOPIC, (td.name for td in req.topic_data))
     for td in req.topic_data:
         name = td.name
-        topic = logs.get(name)
+        topic = None if name in refused else logs.get(name)
         parts = []
         for pd in td.partition_data:
             idx = pd.index
@@ -201,7 +208,9 @@ async def handle(ctx, req):
             p = None if topic is None or not 0 <= idx < len(topic.partitions) \
                 else topic.partitions[idx]
             if p is None:
-                parts.append(_partition_result(idx, ErrorCode.unknown_topic_or_partition))
+                parts.append(_partition_result(idx, ErrorCode.topic_authorization_failed
+                                               if name in refused else
+                                               ErrorCode.unknown_topic_or_partition))
                 continue
             try:
                 parts.append(append_batch(broker, name, p, idx, pd.records or b"", now,

@@ -4,13 +4,16 @@
 # leader's arrives, then carries its own assignment. Assignments naming members that are
 # not in the group are ignored and members without one get an empty assignment, as Kafka
 # does. Version notes: v3+ carries group.instance.id; v5+ requires protocol type and name
-# (missing: INCONSISTENT_GROUP_PROTOCOL, as Kafka) and answers them.
+# (missing: INCONSISTENT_GROUP_PROTOCOL, as Kafka) and answers them. READ on the group, else
+# GROUP_AUTHORIZATION_FAILED (after that protocol check, as KafkaApis).
 from __future__ import annotations
 
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 
 
 @api(14, "SyncGroup", (0, 5))
@@ -21,6 +24,9 @@ async def handle(ctx, req):
     pname = getattr(req, "protocol_name", None)
     if v >= 5 and (ptype is None or pname is None):
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.inconsistent_group_protocol,
+                    protocol_type=None, protocol_name=None, assignment=b"")
+    if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return make(cls, throttle_time=ZERO, error_code=ErrorCode.group_authorization_failed,
                     protocol_type=None, protocol_name=None, assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
     result = await ctx.broker.groups.sync_group(

@@ -14,13 +14,15 @@
 # OFFSET_METADATA_TOO_LARGE. Version notes: v0-2 carry no member, generation or instance id;
 # v2+ the committed leader epoch; v3 is the first flexible version; v4 (KIP-890) only lets the
 # client read TRANSACTION_ABORTABLE. Gap: v5 (Kafka 4.0's transaction protocol v2, with
-# partitions added implicitly) is not served, as Kafka 3.8 does not.
+# partitions added implicitly) is not served, as Kafka 3.8 does not. Authorization first, as
+# KafkaApis: WRITE on the transactional id, READ on the group (every partition gets the
+# error), READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 from ...coordinator.offsets_log import TOPIC
 from ...wire.errors import ErrorCode
 from ..registry import api
-from .offset_commit import requested, respond, sync_offsets
+from .offset_commit import group_refusal, refused_topics, requested, respond, sync_offsets
 
 
 def _verify(b, coord, req) -> ErrorCode:
@@ -45,7 +47,10 @@ def _verify(b, coord, req) -> ErrorCode:
 async def handle(ctx, req):
     b = ctx.broker
     coord = b.groups
-    order, answers, wanted = requested(b, req, coord.wall_ms())
+    order, answers, wanted = requested(b, req, coord.wall_ms(), refused=refused_topics(ctx, req))
+    refusal = group_refusal(ctx, req, order)
+    if refusal is not None:
+        return respond(28, ctx.api_version, "TxnOffsetCommit", order, refusal)
     if wanted:
         err = _verify(b, coord, req)
         if err != ErrorCode.none:
