@@ -1,6 +1,7 @@
 """Test certificates made in the test with the openssl command line (and `cryptography` for
-subjects no -subj string spells, self_signed below): a CA, a server certificate for 127.0.0.1/localhost, client certificates,
-and broken keystores (expired, not matching its key, garbage). Nothing is committed: every
+subjects no -subj string spells, self_signed below): a CA, a server certificate for
+127.0.0.1/localhost, client certificates, and broken keystores (expired, not matching its
+key, garbage). Nothing is committed: every
 file lives in the caller's temporary directory."""
 from __future__ import annotations
 
