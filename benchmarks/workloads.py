@@ -86,7 +86,8 @@ def _rate(count: int, size: int, seconds: float) -> dict:
 
 
 def produce(bootstrap: str, topic: str, size: int, acks: str, count: int,
-            timeout: float, linger_ms: int = 10, batch_size: int = 1_000_000) -> dict:
+            timeout: float, linger_ms: int = 10, batch_size: int = 1_000_000,
+            client_conf: dict | None = None) -> dict:
     errors: list[str] = []
 
     def on_error(err, _msg) -> None:
@@ -99,7 +100,7 @@ def produce(bootstrap: str, topic: str, size: int, acks: str, count: int,
         "enable.idempotence": False,
         "queue.buffering.max.messages": 1_000_000,
         "queue.buffering.max.kbytes": 1_048_576,
-        "delivery.report.only.error": True, "on_delivery": on_error,
+        "delivery.report.only.error": True, "on_delivery": on_error, **(client_conf or {}),
     })
     p.list_topics(topic, timeout=10)  # connect and learn leaders before the clock starts
     payload = os.urandom(size)
@@ -132,7 +133,7 @@ def produce(bootstrap: str, topic: str, size: int, acks: str, count: int,
 
 
 def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, count: int,
-            timeout: float, group: bool = False) -> dict:
+            timeout: float, group: bool = False, client_conf: dict | None = None) -> dict:
     """Read `count` records of `topic` from the beginning of `partitions` (a count: all of
     0..n-1; or a list of partition indexes). With `group`, subscribe() as a fresh consumer
     group instead (JoinGroup/SyncGroup, then the assigned partitions from the start), as
@@ -144,6 +145,7 @@ def consume(bootstrap: str, topic: str, partitions: int | list[int], size: int, 
         "fetch.queue.backoff.ms": 10, "fetch.max.bytes": 52_428_800,
         "max.partition.fetch.bytes": 1_048_576, "queued.min.messages": 1_000_000,
         "queued.max.messages.kbytes": 262_144, "enable.partition.eof": False,
+        **(client_conf or {}),
     })
     errors: list[str] = []
     got = 0

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..config_values import parse_value
 from .listeners import Listener
-from .x509 import CertificateError, pem_certificates, subject_rfc2253, validity
+from .x509 import CertificateError, der_certificate, pem_certificates, subject_rfc2253, validity
 
 ANONYMOUS = "User:ANONYMOUS"
 _VERSIONS = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
@@ -160,18 +160,16 @@ def _check_certificates(pem: bytes, what: str, fail: Any) -> None:
         if not certs:
             raise fail(f"{what}: no PEM certificate in it")
         now = time.time()
-        for der in certs:
-            not_before, not_after = validity(der)
-            subject = subject_rfc2253(der)
+        for cert in certs:
+            not_before, not_after = validity(cert)
+            subject = subject_rfc2253(cert)
             if now > not_after:
                 raise fail(f"{what}: certificate {subject} expired on "
                            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(not_after))}")
             if now < not_before:
                 raise fail(f"{what}: certificate {subject} is not valid before "
                            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(not_before))}")
-    except (CertificateError, IndexError, ValueError, UnicodeDecodeError) as e:
-        if isinstance(e, TlsConfigError):
-            raise
+    except CertificateError as e:
         raise fail(f"{what}: invalid certificate ({e})") from None
 
 
@@ -202,6 +200,6 @@ def peer_principal(transport: Any) -> str:
     if not der:
         return ANONYMOUS
     try:
-        return "User:" + subject_rfc2253(der)
-    except (CertificateError, IndexError, ValueError, UnicodeDecodeError):
+        return "User:" + subject_rfc2253(der_certificate(der))
+    except CertificateError:
         return ANONYMOUS

@@ -1,6 +1,7 @@
-"""Test certificates made in the test with the openssl command line (the venv has no
-`cryptography`): a CA, a server certificate for 127.0.0.1/localhost, client certificates,
-and broken keystores (expired, not matching its key, garbage). Nothing is committed: every
+"""Test certificates made in the test with the openssl command line (and `cryptography` for
+subjects no -subj string spells, self_signed below): a CA, a server certificate for
+127.0.0.1/localhost, client certificates, and broken keystores (expired, not matching its
+key, garbage). Nothing is committed: every
 file lives in the caller's temporary directory."""
 from __future__ import annotations
 
@@ -111,3 +112,24 @@ def make_pki(directory: str) -> Pki:
     return Pki(directory, ca, skey, chain, keystore(directory, "server-keystore.pem", skey,
                                                     scert, ca),
                ckey, ccert, other_ca)
+
+
+def self_signed(path: str, subjects: list) -> str:
+    """One PEM file of self-signed certificates (P-256 keys, made with `cryptography`), one for
+    each subject (a cryptography x509.Name): subjects no openssl -subj string can spell."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    now = datetime.datetime.now(datetime.timezone.utc)
+    with open(path, "wb") as out:
+        for subject in subjects:
+            key = ec.generate_private_key(ec.SECP256R1())
+            cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+                    .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                    .not_valid_before(now - datetime.timedelta(minutes=5))
+                    .not_valid_after(now + datetime.timedelta(days=1))
+                    .sign(key, hashes.SHA256()))
+            out.write(cert.public_bytes(serialization.Encoding.PEM))
+    return path

@@ -7,10 +7,12 @@
 # that does not name exactly that one partition is answered, as Kafka's
 # KafkaRaftClient.handleDescribeQuorumRequest, with UNKNOWN_TOPIC_OR_PARTITION for each
 # partition it names. v2 (Kafka 3.9/4.0, KIP-853): replica_directory_id is the zero uuid
-# (as for a static voter set) and `nodes` lists this node with its client listener, there
-# being no separate controller listener.
+# (as for a static voter set) and `nodes` lists this node with the listener the request
+# came in on (its name and advertised endpoint, as Metadata answers), there being no
+# separate controller listener.
 from __future__ import annotations
 
+from ...security.listeners import endpoint
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import make, response_module
@@ -48,8 +50,11 @@ async def handle(ctx, req):
                 high_watermark=0, current_voters=(voter,), observers=())
     nodes = ()
     if v >= 2:
+        host, port = endpoint(ctx)
+        listener = getattr(ctx, "listener", None)
+        name = listener.name if listener is not None else "PLAINTEXT"
         nodes = (mod.Node(node_id=b.node_id, listeners=(
-            mod.Listener(name="PLAINTEXT", host=b.host, port=b.port),)),)
+            mod.Listener(name=name, host=host, port=port),)),)
     return make(cls, error_code=ErrorCode.none, error_message=None,
                 topics=(mod.TopicData(topic_name=METADATA_TOPIC, partitions=(part,)),),
                 nodes=nodes)
