@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..security.acls import Operation, PatternType, Permission, ResourceType
+from ..security.acl_codes import Operation, PatternType, Permission, ResourceType
 from .common import CliError, add_command, check_code, describe_exception, open_admin, send
 from .output import emit_json, table
 
