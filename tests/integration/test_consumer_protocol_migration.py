@@ -54,3 +54,47 @@ def test_classic_group_rolled_to_the_consumer_protocol(tmp_path):
         for t in everyone:
             t.c.close()
         bp.cleanup()
+
+
+def test_mixed_group_rolled_back_to_classic_downgrades(tmp_path):
+    """Downgrade (Kafka 4.x convertToClassicGroup): a group of 1 classic and 2 consumer-
+    protocol members (upgraded online) rolls its consumer-protocol members back to
+    group.protocol=classic; when the last of them leaves the group turns classic again, with
+    a rebalance, and goes on as a classic group. Every record once throughout."""
+    bp = BrokerProcess(data_dir=str(tmp_path / "data"), settings=GROUP_SETTINGS).start()
+    topic, group = f"dg-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    everyone: list[Tracker] = []
+    try:
+        create_topic(bp.bootstrap, topic, 6)
+        want = produce(bp.bootstrap, topic, 60, 6)
+        active = [Tracker(consumer(bp.bootstrap, group, **CLASSIC), [topic]) for _ in range(3)]
+        everyone += active
+        seen = lambda: Counter(v for t in everyone for v in t.seen)  # noqa: E731
+        poll_until(active, lambda: settled(active, topic) and set(seen()) == want)
+        steps = [(0, {}), (1, {}), (0, CLASSIC), (1, CLASSIC)]  # up, up, back, back
+        for n, (i, settings) in enumerate(steps):
+            active[i].c.close()
+            active[i] = Tracker(consumer(bp.bootstrap, group, **settings), [topic])
+            everyone.append(active[i])
+            want |= produce_named(bp.bootstrap, topic, [f"{topic}-s{n}-{k}" for k in range(60)])
+            poll_until(active, lambda: settled(active, topic) and set(seen()) == want)
+            log = bp.read_log()
+            assert ("downgraded to a classic group" in log) == (n == 3), n
+        assert "upgraded to a consumer group" in log
+        counts = seen()
+        assert set(counts) == want
+        assert [v for v, k in counts.items() if k > 1] == []
+        assert group_type(bp.bootstrap, group) == "classic"
+    finally:
+        for t in everyone:
+            t.c.close()
+        bp.cleanup()
+
+
+def group_type(bootstrap: str, group: str) -> str:
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for g in admin.list_consumer_groups(request_timeout=10).result().valid:
+        if g.group_id == group:
+            return g.type.name.lower()
+    return "none"

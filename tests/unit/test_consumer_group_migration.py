@@ -3,6 +3,9 @@
 # assignments kept); its classic members are told REBALANCE_IN_PROGRESS until they rejoin,
 # rejoin through JoinGroup answered at once, get their partitions in SyncGroup, commit with
 # their generation, and are fenced on their own session timeout. The policy can forbid it.
+# Downgrade: when the last consumer-protocol member leaves (or its session expires), the group
+# turns classic again with its members, their assignments and a rebalance; a classic member
+# that does not SyncGroup within its rebalance timeout after its JoinGroup is fenced.
 from __future__ import annotations
 
 import struct
@@ -16,6 +19,7 @@ from kafkalite.coordinator.consumer_group_classic import (encode_assignment,
 from kafkalite.coordinator.consumer_group_coordinator import (ConsumerGroupCoordinator,
                                                               Heartbeat, HeartbeatError)
 from kafkalite.coordinator.groups import Group, GroupState, Member
+from kafkalite.coordinator.groups_membership import Membership
 from kafkalite.coordinator.groups_registry import GroupRegistry
 from kafkalite.wire.errors import ErrorCode as E
 
@@ -36,6 +40,7 @@ def make(policy="bidirectional"):
     clock = FakeClock()
     cfg = load_config(sets=[f"group.consumer.migration.policy={policy}"])
     registry = GroupRegistry(cfg, store=None, clock=clock)
+    registry.membership = Membership(registry)  # the classic protocol, for the downgrade
     topics = {"t": (4, False)}
     cg = ConsumerGroupCoordinator(registry, cfg, lambda: topics)
     cg.store.sync = lambda *a, **k: None  # no offsets log here
@@ -105,3 +110,61 @@ def test_policy_without_upgrade_refuses(policy):
         join_new(cg)
     assert e.value.code == E.group_id_not_found
     assert registry.group_type("g") == "classic"
+
+
+def test_last_consumer_member_leaving_downgrades_to_a_rebalancing_classic_group():
+    _, registry, cg = make()
+    join_new(cg)
+    group = cg.groups["g"]
+    targets = {mid: dict(group.target[mid]) for mid in ("c1", "c2")}
+    epoch = group.epoch
+    cg.heartbeat(Heartbeat("g", "n1", -1))
+    assert registry.group_type("g") == "classic" and "g" not in cg.groups
+    classic = registry.groups["g"]
+    assert set(classic.members) == {"c1", "c2"}
+    assert classic.generation == epoch and classic.protocol_name == "range"
+    assert classic.state == GroupState.PREPARING_REBALANCE
+    for mid, member in classic.members.items():
+        assert member.session_timeout_ms == 10000
+        assert parts(member.assignment) == {("t", p) for ps in targets[mid].values()
+                                            for p in ps}
+    # The classic protocol serves them now: heartbeats ask them to rejoin.
+    assert registry.membership.heartbeat("g", "c1", None, epoch) == E.rebalance_in_progress
+    assert registry.membership.heartbeat("g", "n1", None, epoch) == E.unknown_member_id
+
+
+def test_downgrade_on_the_consumer_members_session_expiry():
+    clock, registry, cg = make()
+    join_new(cg)
+    group = cg.groups["g"]
+    for mid in ("c1", "c2"):
+        cg.classic.join(group, mid, None, True, "cl", "/h", 30000, 60000, "consumer",
+                        [("range", subscription(["t"]))])
+        cg.classic.sync(group, mid, None, group.members[mid].epoch, "consumer", "range")
+    clock.advance(cg.session_ms)
+    assert registry.group_type("g") == "classic"
+    assert set(registry.groups["g"].members) == {"c1", "c2"}
+
+
+@pytest.mark.parametrize("policy", ["upgrade", "disabled"])
+def test_policy_without_downgrade_keeps_the_consumer_group(policy):
+    _, registry, cg = make("bidirectional")
+    join_new(cg)
+    cg.classic.policy = policy
+    cg.heartbeat(Heartbeat("g", "n1", -1))
+    assert registry.group_type("g") == "consumer"
+    assert set(cg.groups["g"].members) == {"c1", "c2"}
+
+
+def test_a_classic_member_not_syncing_within_its_rebalance_timeout_is_fenced():
+    clock, _, cg = make()
+    join_new(cg)
+    group = cg.groups["g"]
+    for mid in ("c1", "c2"):
+        cg.classic.join(group, mid, None, True, "cl", "/h", 20000, 60000, "consumer",
+                        [("range", subscription(["t"]))])
+    cg.classic.sync(group, "c1", None, group.members["c1"].epoch, "consumer", "range")
+    clock.advance(19999)
+    assert {"c1", "c2"} <= set(group.members)
+    clock.advance(1)
+    assert "c2" not in group.members and "c1" in group.members
