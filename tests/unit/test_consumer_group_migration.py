@@ -58,6 +58,21 @@ def parts(raw: bytes):
     return {(t, p) for t, ps in parse_subscription_assignment(raw)[2].items() for p in ps}
 
 
+def rejoin(cg, member_id: str, rebalance_ms: int = 30000, session_ms: int = 10000,
+           require_known_id: bool = True):
+    """A classic member's JoinGroup to the consumer group "g"."""
+    return cg.classic.join(cg.groups["g"], member_id, None, require_known_id, "cl", "/h",
+                           rebalance_ms, session_ms, "consumer",
+                           [("range", subscription(["t"]))])
+
+
+def resync(cg, member_id: str):
+    """Its SyncGroup, at its current generation."""
+    group = cg.groups["g"]
+    return cg.classic.sync(group, member_id, None, group.members[member_id].epoch,
+                           "consumer", "range")
+
+
 def join_new(cg):
     return cg.heartbeat(Heartbeat("g", "n1", 0, rebalance_timeout_ms=30000,
                                   subscribed_names=("t",), owned={}))
@@ -75,8 +90,7 @@ def test_upgrade_keeps_members_and_makes_classic_members_rejoin():
         assert classic.heartbeat(group, mid, None, 7) == E.rebalance_in_progress
         assert classic.heartbeat(group, mid, None, 6) == E.illegal_generation
     # Eager rejoin (nothing owned): the member keeps what the target leaves it.
-    r = classic.join(group, "c1", None, True, "cl", "/h", 30000, 10000, "consumer",
-                     [("range", subscription(["t"]))])
+    r = rejoin(cg, "c1")
     assert (r.error, r.generation, r.protocol_name, r.leader, r.members) == \
         (E.none, 8, "range", "", [])
     s = classic.sync(group, "c1", None, 8, "consumer", "range")
@@ -84,8 +98,7 @@ def test_upgrade_keeps_members_and_makes_classic_members_rejoin():
     assert group.validate_commit("c1", 8, 2) is None
     assert group.validate_commit("c1", 7, 2) == E.illegal_generation
     assert classic.heartbeat(group, "c1", None, 8) == E.none
-    classic.join(group, "c2", None, True, "cl", "/h", 30000, 10000, "consumer",
-                 [("range", subscription(["t"]))])
+    rejoin(cg, "c2")
     b = cg.heartbeat(Heartbeat("g", "n1", 8, owned={}))
     assert len(b.assignment) == 1 and len(next(iter(b.assignment.values()))) >= 1
     # Classic members are fenced on their JoinGroup session timeout (10 s here).
@@ -133,14 +146,19 @@ def test_last_consumer_member_leaving_downgrades_to_a_rebalancing_classic_group(
     assert registry.membership.heartbeat("g", "n1", None, epoch) == E.unknown_member_id
 
 
-def test_downgrade_on_the_consumer_members_session_expiry():
+def upgraded_and_rejoined(rebalance_ms: int):
+    """An upgraded group whose classic members c1 and c2 rejoined (60 s sessions)."""
     clock, registry, cg = make()
     join_new(cg)
-    group = cg.groups["g"]
     for mid in ("c1", "c2"):
-        cg.classic.join(group, mid, None, True, "cl", "/h", 30000, 60000, "consumer",
-                        [("range", subscription(["t"]))])
-        cg.classic.sync(group, mid, None, group.members[mid].epoch, "consumer", "range")
+        rejoin(cg, mid, rebalance_ms, 60000)
+    return clock, registry, cg, cg.groups["g"]
+
+
+def test_downgrade_on_the_consumer_members_session_expiry():
+    clock, registry, cg, _ = upgraded_and_rejoined(30000)
+    for mid in ("c1", "c2"):
+        resync(cg, mid)
     clock.advance(cg.session_ms)
     assert registry.group_type("g") == "classic"
     assert set(registry.groups["g"].members) == {"c1", "c2"}
@@ -157,13 +175,8 @@ def test_policy_without_downgrade_keeps_the_consumer_group(policy):
 
 
 def test_a_classic_member_not_syncing_within_its_rebalance_timeout_is_fenced():
-    clock, _, cg = make()
-    join_new(cg)
-    group = cg.groups["g"]
-    for mid in ("c1", "c2"):
-        cg.classic.join(group, mid, None, True, "cl", "/h", 20000, 60000, "consumer",
-                        [("range", subscription(["t"]))])
-    cg.classic.sync(group, "c1", None, group.members["c1"].epoch, "consumer", "range")
+    clock, _, cg, group = upgraded_and_rejoined(20000)
+    resync(cg, "c1")
     clock.advance(19999)
     assert {"c1", "c2"} <= set(group.members)
     clock.advance(1)

@@ -219,10 +219,8 @@ def test_a_group_given_back_to_the_classic_protocol_does_not_return(data):
 
 
 def classic_join(b: Broker, member_id: str = ""):
-    from tests.unit.test_consumer_group_migration import subscription
-    return b.coord.consumer_coordinator.classic.join(
-        b.cg.groups["g"], member_id, None, False, "cl", "/h", 30000, 10000, "consumer",
-        [("range", subscription(["t"]))])
+    from tests.unit.test_consumer_group_migration import rejoin
+    return rejoin(b.cg, member_id, require_known_id=False)
 
 
 def test_classic_members_of_a_consumer_group_survive_a_restart(data):
