@@ -357,7 +357,8 @@ class ConsumerGroupCoordinator:
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
         """Remove a member: its partitions are free at once, the group epoch moves on and the
-        others get the new target at their next heartbeat."""
+        others get the new target at their next heartbeat; or, when only classic members are
+        left, turn the group classic (the downgrade, consumer_group_classic.py)."""
         if self.classic.can_downgrade(group, member_id):
             self.classic.downgrade(group, member_id)
             return
