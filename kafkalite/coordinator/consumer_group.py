@@ -69,6 +69,7 @@ class ConsumerMember:
     # Timers (the clock's handles), owned by the coordinator.
     session_timer: Any = None
     rebalance_timer: Any = None
+    sync_timer: Any = None  # a classic member's, from its JoinGroup to its SyncGroup
 
     def partitions(self) -> Iterable[tuple[str, int]]:
         """Every partition this member still holds: assigned or not yet revoked."""

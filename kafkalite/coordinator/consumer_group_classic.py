@@ -14,10 +14,14 @@
 #   partitions; Heartbeat says REBALANCE_IN_PROGRESS while the member must rejoin to move
 #   on (the group epoch moved past it, it has partitions to revoke, or partitions it waits
 #   for are free). Their sessions run on their JoinGroup session timeout.
-# Deliberate gaps: the downgrade (a consumer group whose last consumer-protocol member leaves
-# becomes classic again) is not done: the remaining classic members stay in the consumer
-# group and are served here; the classic member metadata is not persisted, so after a restart
-# such members get UNKNOWN_MEMBER_ID and rejoin; no sync timeout.
+#   A classic member that sends no SyncGroup within its rebalance timeout after its
+#   JoinGroup is fenced (Kafka's classicGroupSyncTimeout).
+# - Downgrade: when a member is fenced (it left, its session or a timeout expired) and every
+#   member left speaks the classic protocol, the policy allowing it and no more than
+#   group.max.size of them, the consumer group turns back into a classic one (Kafka's
+#   convertToClassicGroup): the consumer group's records are tombstoned, the classic group
+#   takes the group epoch as generation, the members keep their ids, JoinGroup protocols
+#   and session timeouts, each its target assignment, and a rebalance is prepared at once.
 from __future__ import annotations
 
 import logging
@@ -27,7 +31,9 @@ from typing import Any
 from ..wire.errors import ErrorCode
 from .consumer_group import (Assignment, ClassicInfo, ConsumerGroup, ConsumerMember,
                              MemberState, new_member_id)
-from .groups import Group, GroupState, JoinResult, SyncResult, answer_join, answer_sync
+from .groups import (Group, GroupState, JoinResult, Member, SyncResult, answer_join,
+                     answer_sync)
+from .groups_registry import StoreError
 
 log = logging.getLogger("kafkalite.coordinator")
 E = ErrorCode
@@ -150,6 +156,73 @@ class ClassicMembers:
                  group.group_id, group.epoch, len(group.members))
         return group
 
+    # --- downgrade ----------------------------------------------------------------------
+
+    def can_downgrade(self, group: ConsumerGroup, leaving: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMembers for the member `leaving`."""
+        if leaving not in group.members:
+            return False
+        rest = [m for m in group.members.values() if m.member_id != leaving]
+        if not rest or any(m.classic is None for m in rest):
+            return False
+        if self.policy not in ("bidirectional", "downgrade"):
+            log.info("Cannot downgrade consumer group %s to classic group because the online "
+                     "downgrade is disabled.", group.group_id)
+            return False
+        if len(rest) > self.cg.registry.max_group_size:
+            log.info("Cannot downgrade consumer group %s to classic group because its group "
+                     "size is greater than classic group max size.", group.group_id)
+            return False
+        return True
+
+    def downgrade(self, group: ConsumerGroup, leaving: str) -> Group:
+        registry = self.cg.registry
+        for m in group.members.values():
+            self.cg._cancel(m)
+        self.cg.store.delete(group)
+        del self.cg.groups[group.group_id]
+        # The member-less classic group of the same id holds the offsets: it takes the members.
+        classic = registry.groups.get(group.group_id)
+        if classic is None or classic.is_(GroupState.DEAD):
+            classic = registry.add_group(group.group_id)
+        classic.state, classic.state_ms = GroupState.STABLE, registry.wall_ms()
+        classic.generation, classic.protocol_type = group.epoch, PROTOCOL_TYPE
+        classic.leader_id = None
+        for m in group.members.values():
+            if m.member_id != leaving and m.classic is not None:
+                classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                   m.rebalance_timeout_ms, m.classic.session_timeout_ms,
+                                   PROTOCOL_TYPE, list(m.classic.protocols)))
+        classic.protocol_name = classic.select_protocol()
+        classic.subscribed_topics = classic.compute_subscribed_topics()
+        assignment = {}
+        for mid, cm in classic.members.items():
+            meta = cm.metadata(classic.protocol_name)
+            version = struct.unpack_from(">h", meta)[0] if len(meta) >= 2 else 0
+            cm.assignment = assignment[mid] = encode_assignment(group.target.get(mid, {}),
+                                                                version)
+        if registry.store is not None:  # None: unit tests of the state machines
+            try:
+                registry.store_group(classic, assignment)
+            except StoreError as e:  # the rebalance below writes the group again
+                log.warning("Could not write the downgraded group %s: %s", group.group_id, e)
+        membership = registry.membership
+        for cm in classic.members.values():
+            membership.schedule_heartbeat(classic, cm)
+        membership.prepare_rebalance(classic, f"Downgrade group {group.group_id} from consumer "
+                                     f"to classic for member leaving.")
+        log.info("Consumer group %s downgraded to a classic group at generation %d "
+                 "(%d members)", group.group_id, classic.generation, len(classic.members))
+        return classic
+
+    def _sync_expired(self, group: ConsumerGroup, member_id: str) -> None:
+        member = self.cg._current(group, member_id)
+        if member is not None and member.sync_timer is not None:
+            member.sync_timer = None
+            log.info("Consumer group %s: classic member %s fenced, it failed to sync within "
+                     "its rebalance timeout", group.group_id, member_id)
+            self.cg.fence(group, member_id)
+
     # --- the classic requests -----------------------------------------------------------
 
     def _classic_member(self, group: ConsumerGroup, member_id: str,
@@ -197,6 +270,10 @@ class ClassicMembers:
         member.client_id, member.client_host = client_id, client_host
         member.classic = ClassicInfo(session_ms, list(protocols))
         self.cg.advance(group, member, changed, owned)
+        if member.sync_timer is not None:
+            member.sync_timer.cancel()
+        member.sync_timer = self.cg.clock.call_later(rebalance_ms, self._sync_expired, group,
+                                                     member_id)
         return JoinResult(E.none, member_id, member.epoch, PROTOCOL_TYPE, protocols[0][0], "")
 
     def sync(self, group: ConsumerGroup, member_id: str, instance_id: str | None,
@@ -215,6 +292,9 @@ class ClassicMembers:
             return SyncResult(E.inconsistent_group_protocol)
         if group.epoch > member.epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
             return SyncResult(E.rebalance_in_progress)
+        if member.sync_timer is not None:
+            member.sync_timer.cancel()
+            member.sync_timer = None
         self.cg._schedule_session(group, member)
         version = struct.unpack_from(">h", first[1])[0] if len(first[1]) >= 2 else 0
         return SyncResult(E.none, encode_assignment(member.assigned, version), PROTOCOL_TYPE,

@@ -357,7 +357,11 @@ class ConsumerGroupCoordinator:
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
         """Remove a member: its partitions are free at once, the group epoch moves on and the
-        others get the new target at their next heartbeat."""
+        others get the new target at their next heartbeat; or, when only classic members are
+        left, turn the group classic (the downgrade, consumer_group_classic.py)."""
+        if self.classic.can_downgrade(group, member_id):
+            self.classic.downgrade(group, member_id)
+            return
         member = group.remove(member_id)
         if member is None:
             return
@@ -370,10 +374,10 @@ class ConsumerGroupCoordinator:
 
     @staticmethod
     def _cancel(member: ConsumerMember) -> None:
-        for timer in (member.session_timer, member.rebalance_timer):
+        for timer in (member.session_timer, member.rebalance_timer, member.sync_timer):
             if timer is not None:
                 timer.cancel()
-        member.session_timer = member.rebalance_timer = None
+        member.session_timer = member.rebalance_timer = member.sync_timer = None
 
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.session_timer is not None:

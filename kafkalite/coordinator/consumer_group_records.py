@@ -5,14 +5,15 @@
 #                                                            numPartitions, partitionRacks[]]
 #   key 5  ConsumerGroupMemberMetadata         group, member value: instanceId?, rackId?,
 #          clientId, clientHost, subscribedTopicNames[], subscribedTopicRegex?,
-#          rebalanceTimeoutMs, serverAssignor?
+#          rebalanceTimeoutMs, serverAssignor?, tag 0: classicMemberMetadata? (a classic
+#          member's sessionTimeoutMs and supportedProtocols[name, metadata])
 #   key 6  ConsumerGroupTargetAssignmentMetadata group       value: assignmentEpoch
 #   key 7  ConsumerGroupTargetAssignmentMember group, member value: topicPartitions[id, parts]
 #   key 8  ConsumerGroupCurrentMemberAssignment group, member value: memberEpoch,
 #          previousMemberEpoch, state (int8), assigned[id, parts], pendingRevocation[id, parts]
 # Keys are non-flexible (int16 key version, then int16-length strings); values are version 0
 # of flexible messages (int16 version, compact strings and arrays, uuids, tagged fields).
-# Tagged fields (Kafka 4.x additions) are read past and never written. Topics travel by id:
+# Other tagged fields (Kafka 4.x additions) are read past and never written. Topics travel by id:
 # `ids` maps a name to its uuid on the way out, `names` an id back on the way in (a topic
 # gone since is dropped from what is read back).
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Callable, Iterable
 
 from ..wire.primitives import read_uvarint, string, uvarint as _uvarint
 from .consumer_assignors import Assignment
-from .consumer_group import ConsumerGroup, ConsumerMember, MemberState
+from .consumer_group import ClassicInfo, ConsumerGroup, ConsumerMember, MemberState
 
 _H = struct.Struct(">h")
 _I = struct.Struct(">i")
@@ -101,7 +102,19 @@ def member_value(m: ConsumerMember) -> bytes:
     return (_V0 + _cstr(m.instance_id) + _cstr(m.rack_id) + _cstr(m.client_id)
             + _cstr(m.client_host) + _uvarint(len(m.subscribed_names) + 1) + names
             + _cstr(m.subscribed_regex) + _I.pack(m.rebalance_timeout_ms)
-            + _cstr(m.server_assignor) + _NO_TAGS)
+            + _cstr(m.server_assignor) + _classic_tag(m.classic))
+
+
+def _classic_tag(c: ClassicInfo | None) -> bytes:
+    """The tagged fields of a member value: ClassicMemberMetadata (tag 0) for a classic
+    member, a nullable struct (its presence byte counted in the size)."""
+    if c is None:
+        return _NO_TAGS
+    rows = b"".join(_cstr(name) + _uvarint(len(meta) + 1) + meta + _NO_TAGS
+                    for name, meta in c.protocols)
+    body = (_I.pack(c.session_timeout_ms) + _uvarint(len(c.protocols) + 1) + rows
+            + _NO_TAGS)
+    return _uvarint(1) + _uvarint(0) + _uvarint(len(body) + 1) + b"\x01" + body
 
 
 def target_value(epoch: int) -> bytes:
@@ -195,6 +208,21 @@ def parse_member(buf: bytes, member_id: str, into: ConsumerMember | None = None
     m.subscribed_regex = r.str()
     m.rebalance_timeout_ms = r.fixed(_I)
     m.server_assignor = r.str()
+    m.classic = None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag == 0 and size > 0 and r.fixed(_B) >= 0:
+            session_ms = r.fixed(_I)
+            protocols = []
+            for _ in range(r.uvarint() - 1):
+                name = r.str() or ""
+                n = r.uvarint() - 1
+                protocols.append((name, bytes(r.buf[r.pos:r.pos + n])))
+                r.pos += n
+                r.tags()
+            m.classic = ClassicInfo(session_ms, protocols)
+        r.pos = end
     return m
 
 

@@ -34,8 +34,9 @@ class GroupProp:
     doc: str
 
 
-# GroupCoordinatorConfig / ShareGroupConfig defaults (Kafka 4.0); kafkalite has no
-# group.consumer.* / group.share.* broker settings, so Kafka's defaults stand for them.
+# GroupCoordinatorConfig / ShareGroupConfig defaults (Kafka 4.0), for when no broker config
+# is at hand; a broker's group.consumer.* / group.share.* settings (BROKER_DEFAULTS) replace
+# them, as Kafka 4.x's GroupConfig defaults come from the broker's config.
 PROPS: dict[str, GroupProp] = {p.name: p for p in (
     GroupProp("consumer.heartbeat.interval.ms", "int", 5000, 1, (),
               "The heartbeat interval given to the members of a consumer group."),
@@ -98,26 +99,50 @@ def _parse(p: GroupProp, raw: str) -> int | str:
     return text
 
 
-# The broker settings the consumer.* configs default to (GroupConfig's defaults).
-CONSUMER_DEFAULTS = {"consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
-                     "consumer.session.timeout.ms": "group.consumer.session.timeout.ms"}
+# The broker settings the group configs default to (GroupConfig's defaults).
+BROKER_DEFAULTS = {
+    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+}
+
+
+def _setting(broker: Any, name: str, fallback: Any) -> Any:
+    """The broker's setting `name`, if it has one (kafkalite has no
+    group.share.min/max.session.timeout.ms or heartbeat bounds: Kafka's defaults stand)."""
+    if broker is None:
+        return fallback
+    try:
+        return broker[name]
+    except KeyError:
+        return fallback
+
+
+def defaults(broker: Any = None) -> dict[str, int | str]:
+    """Each group config's value for a group that does not override it."""
+    return {n: _setting(broker, BROKER_DEFAULTS[n], p.default) if n in BROKER_DEFAULTS
+            else p.default for n, p in PROPS.items()}
 
 
 def validate(overrides: dict[str, str], broker: Any = None) -> None:
     """GroupConfig.validate: names, then values, then the cross-checks; raises
     GroupConfigError with Kafka's message. `broker`: the broker's config, whose
-    group.consumer.* settings bound and default the consumer.* configs."""
+    group.consumer.* / group.share.* settings bound and default the group configs."""
     def setting(name: str, fallback: Any) -> Any:
-        if broker is None or not name.startswith("group.consumer."):
-            return fallback
-        return broker[name]
+        return _setting(broker, name, fallback)
     for name in overrides:
         if name not in PROPS:
             raise GroupConfigError(f"Unknown group config name: {name}")
-    values = {n: (_parse(p, overrides[n]) if n in overrides
-                  else setting(CONSUMER_DEFAULTS.get(n, ""), p.default))
+    base = defaults(broker)
+    values = {n: (_parse(p, overrides[n]) if n in overrides else base[n])
               for n, p in PROPS.items()}
     for name, low_name, high_name, low, high in BOUNDS:
+        if name not in overrides:
+            # A broker default: Kafka checks it against these bounds at startup, kafkalite
+            # lacks some of them (group.share.min/max.session.timeout.ms...).
+            continue
         if values[name] < setting(low_name, low):  # type: ignore[operator]
             raise GroupConfigError(f"{name} must be greater than or equal to {low_name}")
         if values[name] > setting(high_name, high):  # type: ignore[operator]

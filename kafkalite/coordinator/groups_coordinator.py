@@ -30,7 +30,7 @@ from ..wire.errors import ErrorCode
 from .consumer_group_coordinator import ConsumerGroupCoordinator
 from .consumer_group_records import KINDS as CONSUMER_KEYS
 from .consumer_group_store import ConsumerGroupLoader
-from .groups import CommittedOffset, Group, GroupState
+from .groups import CommittedOffset, Group, GroupState, SyncResult
 from .groups_join import done_future
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
@@ -115,7 +115,10 @@ class GroupCoordinator(GroupRegistry):
         self.store.ensure_topic()
 
     # The classic requests of a group id held by a KIP-848 group go to its classic members
-    # (consumer_group_classic.py); an empty one gives the id back to a classic JoinGroup.
+    # (consumer_group_classic.py); an empty one gives the id back to a classic JoinGroup. A
+    # share group's id: SyncGroup/Heartbeat/LeaveGroup (whole request) UNKNOWN_MEMBER_ID.
+    def _share_group(self, group_id: str) -> bool:
+        return self.check_status(group_id, False) is None and self.group_type(group_id) == "share"
 
     def _consumer_group(self, group_id: str, joining: bool = False) -> Any:
         if self.check_status(group_id, allow_empty_id=False) is not None:
@@ -140,6 +143,8 @@ class GroupCoordinator(GroupRegistry):
     def sync_group(self, group_id: str, generation: int, member_id: str,
                    instance_id: str | None, protocol_type: str | None,
                    protocol_name: str | None, assignments: dict[str, bytes]) -> asyncio.Future:
+        if self._share_group(group_id):
+            return done_future(SyncResult(E.unknown_member_id))
         group = self._consumer_group(group_id)
         if group is None:
             return self.membership.sync(group_id, generation, member_id, instance_id,
@@ -149,6 +154,8 @@ class GroupCoordinator(GroupRegistry):
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> ErrorCode:
+        if self._share_group(group_id):
+            return E.unknown_member_id
         group = self._consumer_group(group_id)
         if group is None:
             return self.membership.heartbeat(group_id, member_id, instance_id, generation)
@@ -157,6 +164,8 @@ class GroupCoordinator(GroupRegistry):
 
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]
                     ) -> tuple[ErrorCode, list[ErrorCode]]:
+        if self._share_group(group_id):
+            return E.unknown_member_id, []
         group = self._consumer_group(group_id)
         if group is None:
             return self.membership.leave(group_id, leaving)

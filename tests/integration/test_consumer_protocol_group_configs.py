@@ -14,7 +14,7 @@ from datetime import timedelta
 from kafkalite.testing import BrokerProcess
 from tests.integration.test_consumer_protocol import GROUP_SETTINGS, SESSION_MS, create_topic
 from tests.integration.test_consumer_protocol_restart import group_states
-from tests.integration.test_group_configs import SET, alter
+from tests.integration.test_group_configs import DEFAULT_CONFIG, GROUP_CONFIG, SET, alter, describe
 from tests.integration.test_groups_helpers import RawClient
 
 INVALID_CONFIG = 40
@@ -62,6 +62,33 @@ def test_group_timeouts_apply_to_its_members(tmp_path):
         while group_states(bp.bootstrap)[group] != "Empty":
             assert time.monotonic() < deadline
             time.sleep(0.3)
+    finally:
+        c.close()
+        bp.cleanup()
+
+
+def test_defaults_described_are_the_brokers_settings(tmp_path):
+    """Kafka 4.x's GroupConfig defaults come from the broker's config: a group without
+    overrides describes the broker's group.consumer.* / group.share.* settings
+    (DEFAULT_CONFIG), an override replaces one (GROUP_CONFIG)."""
+    settings = {**GROUP_SETTINGS, "group.share.session.timeout.ms": "7000",
+                "group.share.heartbeat.interval.ms": "800",
+                "group.share.record.lock.duration.ms": "20000"}
+    bp = BrokerProcess(data_dir=str(tmp_path / "data"), settings=settings).start()
+    c = RawClient(bp.bootstrap)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    try:
+        want = {"consumer.session.timeout.ms": str(SESSION_MS),
+                "consumer.heartbeat.interval.ms": "500",
+                "share.session.timeout.ms": "7000", "share.heartbeat.interval.ms": "800",
+                "share.record.lock.duration.ms": "20000",
+                "share.auto.offset.reset": "latest"}
+        entries = {e.name: e for e in describe(c, group).configs}
+        assert {n: (entries[n].value, entries[n].config_source) for n in want} == \
+            {n: (v, DEFAULT_CONFIG) for n, v in want.items()}
+        assert alter(c, group, ("share.record.lock.duration.ms", SET, "16000"))[0] == 0
+        e = {e.name: e for e in describe(c, group).configs}["share.record.lock.duration.ms"]
+        assert (e.value, e.config_source) == ("16000", GROUP_CONFIG)
     finally:
         c.close()
         bp.cleanup()

@@ -3,7 +3,8 @@
 # Kafka 4.x's GroupMetadataManager: ListGroups v5 lists it with type and protocol type
 # "share"; JoinGroup on its id answers INCONSISTENT_GROUP_PROTOCOL with an empty member id;
 # ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND "Group X is not a consumer group."; DescribeGroups
-# (v5) answers it Dead; DeleteGroups refuses it while it has members (NON_EMPTY_GROUP), then
+# (v5) answers it Dead; SyncGroup, Heartbeat and LeaveGroup UNKNOWN_MEMBER_ID; DeleteGroups
+# refuses it while it has members (NON_EMPTY_GROUP), then
 # deletes it with its __share_group_state. The group is listed after a restart, before any
 # share request: the share coordinator loads at broker start. kafkalite only: Kafka 3.8
 # serves no share groups.
@@ -17,6 +18,7 @@ from tests.integration.test_share_groups import (consumer, make_topic, poll_unti
                                                  share_broker)  # noqa: F401
 
 INCONSISTENT_GROUP_PROTOCOL, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 23, 68, 69
+UNKNOWN_MEMBER_ID = 25
 
 
 def listed(c: RawClient, types=()) -> dict[str, tuple[str, str, str]] | None:
@@ -58,6 +60,21 @@ def test_share_group_in_the_group_namespace(share_broker):  # noqa: F811
 
         (d,) = c.call(15, 5, groups=(group,), include_authorized_operations=False).groups
         assert (int(d.error_code), d.group_state, d.members) == (0, "Dead", ())
+
+        # The classic protocol's other requests: UNKNOWN_MEMBER_ID, LeaveGroup's for the
+        # whole request (Kafka 4.x: "Group X not found." from the classic entry points).
+        r = c.call(14, 5, group_id=group, generation_id=1, member_id="m-1",
+                   group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                   assignments=())
+        assert int(r.error_code) == UNKNOWN_MEMBER_ID
+        r = c.call(12, 4, group_id=group, generation_id=1, member_id="m-1",
+                   group_instance_id=None)
+        assert int(r.error_code) == UNKNOWN_MEMBER_ID
+        m = c.schema(13, 5)
+        r = c.call(13, 5, group_id=group, members=(m.MemberIdentity(
+            member_id="m-1", group_instance_id=None, reason=None),))
+        assert (int(r.error_code), r.members) == (UNKNOWN_MEMBER_ID, ())
+        assert listed(c)[group] == ("share", "share", "Stable")  # untouched
         assert delete_group(c, group) == NON_EMPTY_GROUP
     finally:
         sc.close()

@@ -3,7 +3,8 @@
 # coordinator closed and built again over it (what a broker restart does), the fake clock.
 # Members come back with their ids, epochs and assignments, go on heartbeating without a new
 # group epoch, and are fenced when they do not return; members that left and deleted groups
-# stay gone (tombstones); compaction keeps the live records.
+# stay gone (tombstones); compaction keeps the live records. Classic members of a consumer
+# group come back with their ClassicMemberMetadata; a downgraded group comes back classic.
 from __future__ import annotations
 
 import struct
@@ -19,6 +20,7 @@ from kafkalite.coordinator.consumer_group_coordinator import Heartbeat
 from kafkalite.coordinator.groups_coordinator import GroupCoordinator
 from kafkalite.coordinator.offsets_log import TOPIC
 from kafkalite.log.manager import LogManager
+from kafkalite.wire.errors import ErrorCode
 from kafkalite.wire.record_iter import iter_records
 
 SESSION = 45000
@@ -212,5 +214,53 @@ def test_a_group_given_back_to_the_classic_protocol_does_not_return(data):
     b = Broker(data)
     try:
         assert "g" not in b.cg.groups
+    finally:
+        b.close()
+
+
+def classic_join(b: Broker, member_id: str = ""):
+    from tests.unit.test_consumer_group_migration import rejoin
+    return rejoin(b.cg, member_id, require_known_id=False)
+
+
+def test_classic_members_of_a_consumer_group_survive_a_restart(data):
+    b = Broker(data, first=True)
+    b.join("m1")
+    r = classic_join(b)
+    cid, generation = r.member_id, r.generation
+    value = b.cg.groups["g"].written[R.key(R.MEMBER, "g", cid)]
+    meta = b.cg.groups["g"].members[cid].classic.protocols[0][1]
+    # Tag 0 (ClassicMemberMetadata), size, presence, session timeout, one protocol, no tags.
+    body = (struct.pack(">i", 10000) + b"\x02" + b"\x06range"
+            + bytes([len(meta) + 1]) + meta + b"\x00" + b"\x00")
+    assert value.endswith(b"\x01\x00" + bytes([len(body) + 1]) + b"\x01" + body)
+    b.close()
+
+    b = Broker(data)
+    try:
+        member = b.cg.groups["g"].members[cid]
+        assert member.classic is not None and member.classic.session_timeout_ms == 10000
+        assert member.classic.protocols[0] == ("range", meta)
+        assert b.coord.heartbeat("g", cid, None, generation) in (
+            ErrorCode.none, ErrorCode.rebalance_in_progress)
+        # Its session is the classic one it joined with, not group.consumer.session.timeout.ms.
+        b.clock.advance(10000)
+        assert cid not in b.cg.groups["g"].members
+    finally:
+        b.close()
+
+
+def test_a_downgraded_group_comes_back_classic(data):
+    b = Broker(data, first=True)
+    b.join("m1")
+    cid = classic_join(b).member_id
+    b.cg.heartbeat(Heartbeat("g", "m1", -1))
+    assert b.coord.group_type("g") == "classic"
+    assert set(b.coord.groups["g"].members) == {cid}
+    b.close()
+
+    b = Broker(data)
+    try:
+        assert "g" not in b.cg.groups and b.coord.group_type("g") == "classic"
     finally:
         b.close()

@@ -25,6 +25,7 @@ from typing import Any, Awaitable, Callable, Iterable
 from ...config import (BROKER_LEVEL, DEFAULT_LEVEL, PROPS, STATIC_LEVEL, TOPIC_DOCS,
                        TOPIC_PROP_MAP, TOPIC_PROPS, BrokerConfig, ConfigError, format_value)
 from ...coordinator.group_configs import PROPS as GROUP_PROPS, GroupConfigs
+from ...coordinator.group_configs import defaults as group_defaults
 from ...log.errors import storage_error
 from ...log.manager import validate_topic_name
 from ...topic_config import check_topic_configs
@@ -249,9 +250,10 @@ def group_entries(broker, name: str) -> list[Entry]:
     if not name:
         raise KafkaError(ErrorCode.invalid_request, "Group name must not be empty")
     overrides = group_store(broker).get(name)
+    base = group_defaults(broker.config)  # the broker's group.consumer.*/group.share.*
     out = []
     for p in GROUP_PROPS.values():
-        value = overrides.get(p.name, str(p.default))
+        value = overrides.get(p.name, str(base[p.name]))
         syns: tuple[Synonym, ...] = ((p.name, value, GROUP_CONFIG),) \
             if p.name in overrides else ()
         out.append(Entry(p.name, value, GROUP_CONFIG if syns else DEFAULT_CONFIG, False,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from ...coordinator.group_configs import PROPS
+from ...coordinator.group_configs import BROKER_DEFAULTS as _BROKER_DEFAULTS, PROPS
 from ...coordinator.share_state import ShareCoordinator
 from ...coordinator.share_state_log import ShareStateLog
 from ...coordinator.share_store import ShareStore
@@ -14,12 +14,6 @@ from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ._configs import group_store
 
-# GROUP configs (share.*) -> the broker setting standing for their default.
-_BROKER_DEFAULTS = {
-    "share.session.timeout.ms": "group.share.session.timeout.ms",
-    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
-    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
-}
 
 
 def share_coordinator(broker) -> ShareCoordinator:

@@ -11,8 +11,9 @@
 # names. Synonyms only with include_synonyms; config_type (v3+) always; documentation (v3+)
 # only with include_documentation, null where kafkalite has none.
 # GROUP (Kafka 4.0; 3.8 answers INVALID_REQUEST): the six group configs, GROUP_CONFIG where
-# the group overrides one, else DEFAULT_CONFIG; any group name, known or not, as Kafka; the
-# empty name INVALID_REQUEST.
+# the group overrides one, else DEFAULT_CONFIG with the broker's group.consumer.* /
+# group.share.* setting as value (as Kafka 4.x's GroupConfigManager); any group name, known
+# or not, as Kafka; the empty name INVALID_REQUEST.
 # Gaps: CLIENT_METRICS resources answer INVALID_REQUEST.
 from __future__ import annotations
 
