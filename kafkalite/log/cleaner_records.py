@@ -73,18 +73,18 @@ def record_spans(batch, h: BatchHeader) -> tuple[bytes, list[RecordSpan]]:
     return body, spans
 
 
+_COMPRESSORS = {1: cramjam.gzip.compress, 2: cramjam.snappy.compress_raw,
+                3: cramjam.lz4.compress, 4: cramjam.zstd.compress}
+
+
 def compress(codec: int, data: bytes) -> bytes:
+    """The batch's records compressed again with its own codec (0: as they are)."""
     if codec == 0:
         return data
-    if codec == 1:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == 2:
-        return bytes(cramjam.snappy.compress_raw(data))
-    if codec == 3:
-        return bytes(cramjam.lz4.compress(data))
-    if codec == 4:
-        return bytes(cramjam.zstd.compress(data))
-    raise ValueError(f"unknown compression codec {codec}")
+    fn = _COMPRESSORS.get(codec)
+    if fn is None:
+        raise ValueError(f"unknown compression codec {codec}")
+    return bytes(fn(data))
 
 
 def _pack(h: BatchHeader, attributes: int, last_delta: int, base_ts: int, max_ts: int,

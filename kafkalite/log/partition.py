@@ -325,7 +325,8 @@ class PartitionLog(TransactionalLog):
             return 0
         now = _now_ms() if now_ms is None else now_ms
         start = self.log_start_offset  # DeleteRecords that ran during a cleaning
-        deleted = self._delete_segments(lambda s, nxt: nxt is not None and nxt.base_offset <= start)
+        deleted = self._delete_segments(
+            lambda s, nxt: nxt is not None and nxt.base_offset <= start)
         rms = self.config.retention_ms
         if rms >= 0:
             deleted += self._delete_segments(
