@@ -104,7 +104,8 @@ class LogCleaner:
         uncleanable = min(segs[-1].base_offset, p.last_stable_offset)
         if cfg.min_compaction_lag_ms > 0:
             for s in segs[:-1]:
-                if s.next_offset > first_dirty and s.max_timestamp > now - cfg.min_compaction_lag_ms:
+                lag = cfg.min_compaction_lag_ms
+                if s.next_offset > first_dirty and s.max_timestamp > now - lag:
                     uncleanable = min(uncleanable, s.base_offset)
                     break
         closed = [s for s in segs[:-1] if s.base_offset < uncleanable]
@@ -167,7 +168,8 @@ class LogCleaner:
             last = core.producer_last_offsets(segs, [s.size for s in segs])
             gc = core.GroupCleaner(omap, end, core.TxnState(core.aborted_txns(segs, end)), last, now,
                                    cfg.delete_retention_ms, throttle)
-            for group in core.group_segments(todo, cfg.segment_bytes, cfg.index_interval_bytes):
+            groups = core.group_segments(todo, cfg.segment_bytes, cfg.index_interval_bytes)
+            for group in groups:
                 new = gc.clean(group, p.directory, cfg.index_interval_bytes)
                 if not apply(_Swap(p, group, new)):
                     raise core.CleaningAborted(f"swap of {new.path} not applied")
