@@ -166,7 +166,8 @@ class LogCleaner:
                                  throttle)
             todo = [s for s in segs[:-1] if s.base_offset < end]
             last = core.producer_last_offsets(segs, [s.size for s in segs])
-            gc = core.GroupCleaner(omap, end, core.TxnState(core.aborted_txns(segs, end)), last, now,
+            txns = core.TxnState(core.aborted_txns(segs, end))
+            gc = core.GroupCleaner(omap, end, txns, last, now,
                                    cfg.delete_retention_ms, throttle)
             groups = core.group_segments(todo, cfg.segment_bytes, cfg.index_interval_bytes)
             for group in groups:
