@@ -83,6 +83,12 @@ BROKER_PROPS: list[Prop] = [
     Prop("log.cleaner.min.compaction.lag.ms", "long", 0, _at_least(0), read_only=False),
     Prop("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, _at_least(1), read_only=False),
     Prop("log.cleaner.min.cleanable.ratio", "double", 0.5, between(0, 1), read_only=False),
+    Prop("log.cleaner.enable", "boolean", True, None,
+         "Run the log cleaner (compaction of topics whose cleanup.policy holds compact)."),
+    Prop("log.cleaner.threads", "int", 1, _at_least(0)),
+    Prop("log.cleaner.backoff.ms", "long", 15000, _at_least(0)),
+    Prop("log.cleaner.dedupe.buffer.size", "long", 134217728),
+    Prop("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308),
     Prop("log.message.timestamp.type", "string", "CreateTime", TIMESTAMP_TYPE, read_only=False),
     Prop("log.message.timestamp.before.max.ms", "long", LONG_MAX, _at_least(0), read_only=False),
     Prop("log.message.timestamp.after.max.ms", "long", 3600000, _at_least(0), read_only=False),
@@ -190,13 +196,11 @@ PROPS: dict[str, Prop] = {p.name: p for p in BROKER_PROPS}
 # other than the default (or the listed harmless ones) logs one warning at start.
 _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "segments roll without jitter": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "deleted segments' files are removed at once": ("log.segment.delete.delay.ms",),
+    "segments deleted by retention are removed at once (segments the cleaner replaced wait "
+    "file.delete.delay.ms)": ("log.segment.delete.delay.ms",),
     "index files grow as needed; a full index does not roll the segment":
         ("log.index.size.max.bytes",),
     "segment files are not preallocated": ("log.preallocate",),
-    "no log cleaner: compacted topics are not compacted": (
-        "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-        "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio"),
     "deprecated; use log.message.timestamp.before/after.max.ms":
         ("log.message.timestamp.difference.max.ms",),
     "deprecated; ignored as by Kafka 3.x": ("log.message.format.version",),

@@ -199,10 +199,8 @@ TOPIC_DOCS: dict[str, str] = {
 # Topic configs kafkalite accepts and describes but does not apply (COMPATIBILITY.md).
 IGNORED_TOPIC_CONFIGS = (
     "compression.type", "compression.gzip.level", "compression.lz4.level",
-    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms",
-    "max.compaction.lag.ms", "message.downconversion.enable", "message.format.version",
-    "message.timestamp.difference.max.ms", "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "segment.index.bytes",
+    "compression.zstd.level", "message.downconversion.enable", "message.format.version",
+    "message.timestamp.difference.max.ms", "min.insync.replicas", "preallocate", "segment.index.bytes",
     "segment.jitter.ms")
 
 

@@ -93,6 +93,7 @@ class Broker:
     def open(self) -> None:
         open_configs(self.config)
         self.logs.open()
+        self.logs.start_cleaner(self.clock)
         self._next_retention_ms = (self.clock.monotonic_ms()
                                    + self.config["log.retention.check.interval.ms"])
         state_dir = os.path.join(self.logs.data_dir, ".kafkalite")
@@ -159,6 +160,8 @@ class Broker:
         if self.transactions is not None:
             self._guarded("transaction timeouts", self.transactions.tick, now_ms)
         self.fetch_sessions.evict_idle(now_ms)
+        if self.logs.cleaner is not None:
+            self._guarded("log cleaner swaps", self.logs.cleaner.tick, now_ms)
 
     @staticmethod
     def _guarded(what: str, fn: Callable[..., Any], *args: Any) -> None:

@@ -28,6 +28,7 @@ from ..config import BrokerConfig, parse_topic_value
 from ..fileio import atomic_write
 from ..topic_config import check_topic_configs
 from . import datadir
+from .cleaner import CleanerSettings, LogCleaner
 from .partition import LogConfig, PartitionLog
 from .topic_lifecycle import (MAX_NAME_LENGTH, Topic, TopicLifecycle, remove_in_background,
                               validate_topic_name)
@@ -51,6 +52,7 @@ class LogManager(TopicLifecycle):
         self.cluster_id = ""
         self.was_clean = True
         self._lock: datadir.DirLock | None = None
+        self.cleaner: LogCleaner | None = None  # start_cleaner()
 
     # --- startup and shutdown -------------------------------------------------------------
 
@@ -155,7 +157,26 @@ class LogManager(TopicLifecycle):
         return (f"a partition of topic id {datadir.uuid_b64(found)}, not a known topic "
                 "(deleted, or its .kafkalite/topics/<topic>.json is lost)")
 
+    def start_cleaner(self, clock: Any = None) -> LogCleaner:
+        """Start the log cleaner's threads (log.cleaner.enable). Internal topics are not
+        handed to it yet: __consumer_offsets and __transaction_state keep their
+        coordinators' own compaction."""
+        c = self.config
+        settings = CleanerSettings(
+            enable=c["log.cleaner.enable"] and c["log.cleaner.threads"] > 0,
+            threads=c["log.cleaner.threads"], backoff_ms=c["log.cleaner.backoff.ms"],
+            dedupe_buffer_size=c["log.cleaner.dedupe.buffer.size"],
+            io_max_bytes_per_second=c["log.cleaner.io.max.bytes.per.second"])
+        self.cleaner = LogCleaner(self.data_dir, self._cleanable_partitions, settings, clock)
+        self.cleaner.start()
+        return self.cleaner
+
+    def _cleanable_partitions(self) -> list[PartitionLog]:
+        return [p for t in list(self.topics.values()) if not t.internal for p in t.partitions]
+
     def close(self, clean: bool = True) -> None:
+        if self.cleaner is not None:
+            self.cleaner.stop()
         try:
             for topic in self.topics.values():
                 for p in topic.partitions:
@@ -210,7 +231,12 @@ class LogManager(TopicLifecycle):
             log_append_time=e("message.timestamp.type") == "LogAppendTime",
             timestamp_before_max_ms=e("message.timestamp.before.max.ms"),
             timestamp_after_max_ms=e("message.timestamp.after.max.ms"),
-            cleanup_policy=e("cleanup.policy"))
+            cleanup_policy=e("cleanup.policy"),
+            delete_retention_ms=e("delete.retention.ms"),
+            min_cleanable_ratio=e("min.cleanable.dirty.ratio"),
+            min_compaction_lag_ms=e("min.compaction.lag.ms"),
+            max_compaction_lag_ms=e("max.compaction.lag.ms"),
+            file_delete_delay_ms=e("file.delete.delay.ms"))
 
     @staticmethod
     def check_configs(configs: dict[str, str | None]) -> dict[str, str]:

@@ -54,6 +54,12 @@ class LogConfig:
     timestamp_before_max_ms: int = 2**63 - 1
     timestamp_after_max_ms: int = 2**63 - 1
     cleanup_policy: str = "delete"
+    # the log cleaner's (cleaner.py)
+    delete_retention_ms: int = 86400000
+    min_cleanable_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    file_delete_delay_ms: int = 60000
 
 
 START_CHECKPOINT = "log-start-offset"
@@ -82,6 +88,7 @@ class PartitionLog(TransactionalLog):
         self._ack_flush: Future | None = None  # a flush.messages fsync the producer awaits
         self._start_checkpoint: Future | None = None
         self._dir_synced = True  # the active segment's directory entry is durable
+        self.cleaning = False  # the cleaner reads its segments: no deletion meanwhile
         os.makedirs(directory, exist_ok=True)
         self._load(recover)
         self.log_start_offset = max(self.segments[0].base_offset, self._read_start_checkpoint())
@@ -317,7 +324,9 @@ class PartitionLog(TransactionalLog):
         if "delete" not in self.config.cleanup_policy:
             return 0
         now = _now_ms() if now_ms is None else now_ms
-        deleted = 0
+        start = self.log_start_offset  # DeleteRecords that ran during a cleaning
+        deleted = self._delete_segments(
+            lambda s, nxt: nxt is not None and nxt.base_offset <= start)
         rms = self.config.retention_ms
         if rms >= 0:
             deleted += self._delete_segments(
@@ -339,6 +348,8 @@ class PartitionLog(TransactionalLog):
     def _delete_segments(self, predicate) -> int:
         """Delete the leading segments for which predicate(seg, next) holds. The active
         segment goes too when it qualifies: a new empty one is rolled at the end offset."""
+        if self.cleaning:
+            return 0  # the next retention pass (log start offset is kept meanwhile)
         doomed: list[Segment] = []
         for i, seg in enumerate(self.segments):
             nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None

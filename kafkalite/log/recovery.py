@@ -5,12 +5,14 @@
 # crash, every segment that ends past it is CRC-checked and truncated at its first bad
 # batch, not only the last one: a power loss may have torn a rolled segment whose fsync
 # was still queued. Without a recovery point (a log written before it existed, or a crash
-# before the first roll was flushed) every segment is checked, as Kafka does.
+# before the first roll was flushed) every segment is checked, as Kafka does. A swap of
+# cleaned segments that a crash interrupted is finished or rolled back first (cleaner_swap).
 from __future__ import annotations
 
 import logging
 import os
 
+from .cleaner_swap import finish_swaps
 from .flusher import RECOVERY_POINT
 from .segment import DELETED_SUFFIX, Segment
 
@@ -29,6 +31,7 @@ def read_offset_file(directory: str, name: str) -> int:
 def load_segments(directory: str, label: str, index_interval: int,
                   recover: bool) -> list[Segment]:
     """The partition's segments in offset order, the last one active (indexes loaded)."""
+    finish_swaps(directory, index_interval)  # before anything reads the segment files
     names = os.listdir(directory)
     bases = sorted(int(n[:-4]) for n in names if n.endswith(".log") and n[:-4].isdigit())
     for name in names:

@@ -32,14 +32,16 @@ def segment_name(base_offset: int) -> str:
 
 
 class Segment:
-    def __init__(self, directory: str, base_offset: int, index_interval: int):
+    def __init__(self, directory: str, base_offset: int, index_interval: int,
+                 suffix: str = ""):
+        """`suffix` names a segment the cleaner is writing (`.cleaned`, then `.swap`)."""
         self.directory = directory
         self.base_offset = base_offset
         stem = os.path.join(directory, segment_name(base_offset))
-        self.path = stem + ".log"
-        self.index = OffsetIndex(stem + ".index", base_offset)
-        self.time_index = TimeIndex(stem + ".timeindex", base_offset)
-        self.txn_index = TxnIndex(stem + TXN_SUFFIX)
+        self.path = stem + ".log" + suffix
+        self.index = OffsetIndex(stem + ".index" + suffix, base_offset)
+        self.time_index = TimeIndex(stem + ".timeindex" + suffix, base_offset)
+        self.txn_index = TxnIndex(stem + TXN_SUFFIX + suffix)
         self.index_interval = index_interval
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.next_offset = base_offset
@@ -315,6 +317,24 @@ class Segment:
             except FileNotFoundError:
                 pass
         self.txn_index.forget()
+
+    def rename(self, suffix: str) -> list[str]:
+        """Give the segment's files the suffix `suffix` ("" for the live names), keeping them
+        open (the cleaner's swap; readers holding this object keep working). The log file
+        goes first: recovery takes a live `.log` beside `.swap` indexes as half renamed.
+        Returns the new base names."""
+        stem = os.path.join(self.directory, segment_name(self.base_offset))
+        names = []
+        for obj, ext in ((self, ".log"), (self.index, ".index"), (self.time_index, ".timeindex"),
+                         (self.txn_index, TXN_SUFFIX)):
+            new = stem + ext + suffix
+            try:
+                os.rename(obj.path, new)
+                names.append(os.path.basename(new))
+            except FileNotFoundError:
+                pass
+            obj.path = new
+        return names
 
     def detach(self) -> list[str]:
         """Close the segment and rename its files to `*.deleted` (cheap: no data is freed),

@@ -1,0 +1,300 @@
+# The log cleaner (Kafka's LogCleaner and LogCleanerManager): compaction of every partition
+# whose cleanup.policy holds `compact`, on log.cleaner.threads threads, off the event loop.
+#
+# Which partition: the dirtiest one (dirty bytes after the cleaner checkpoint / all bytes)
+# past its min.cleanable.dirty.ratio, or one whose oldest dirty record is older than
+# max.compaction.lag.ms, or one holding a delete horizon that has passed. Never the active
+# segment, nothing past the last stable offset, nothing newer than min.compaction.lag.ms.
+# The cleaning itself is cleaner_core.py's; where each partition's dirty section starts is
+# kept in `cleaner-offset-checkpoint` (cleaner_checkpoint.py).
+#
+# Threads: a cleaner thread reads closed segments through descriptors of its own and writes
+# the cleaned segments; the event loop alone changes a log's segment list. So the thread
+# hands each swap to the loop (tick(), from the broker's housekeeping) and waits for it;
+# meanwhile the partition's `cleaning` flag keeps retention from deleting its segments.
+# Replaced segments stay open for file.delete.delay.ms (reads in flight keep working), then
+# are closed and unlinked. Tests call clean_once(), which does all of it on one thread.
+#
+# Internal topics are logs like the others: a topic whose cleanup.policy is `compact` is
+# cleaned, wherever its records come from.
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from ..clock import Clock, SystemClock
+from . import cleaner_core as core
+from .cleaner_checkpoint import read_checkpoint, write_checkpoint
+from .cleaner_map import OffsetMap, slots_for
+from .cleaner_swap import discard, replace_segments
+from .partition import PartitionLog
+from .segment import Segment
+
+log = logging.getLogger("kafkalite.log")
+
+DOUBLE_MAX = 1.7976931348623157e308
+
+
+@dataclass
+class CleanerSettings:
+    enable: bool = True
+    threads: int = 1
+    backoff_ms: int = 15000
+    dedupe_buffer_size: int = 134217728
+    io_max_bytes_per_second: float = DOUBLE_MAX
+
+
+@dataclass
+class Plan:
+    """LogToClean: one partition's cleanable section and how dirty it is."""
+    partition: PartitionLog
+    segments: list[Segment]  # a snapshot of the log's, the active one last
+    first_dirty: int
+    uncleanable: int
+    ratio: float
+    forced: bool
+
+
+@dataclass
+class _Swap:
+    partition: PartitionLog
+    old: list[Segment]
+    new: Segment
+    done: threading.Event = field(default_factory=threading.Event)
+    ok: bool = False
+
+
+class LogCleaner:
+    def __init__(self, data_dir: str, logs: Callable[[], Iterable[PartitionLog]],
+                 settings: CleanerSettings, clock: Clock | None = None):
+        self.data_dir = data_dir
+        self.logs = logs
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self.checkpoints = read_checkpoint(data_dir)
+        self._lock = threading.Lock()  # checkpoints, _busy, _horizons
+        self._busy: set[tuple[str, int]] = set()
+        self._failed: set[tuple[str, int]] = set()
+        self._horizons: dict[tuple[str, int], int] = {}
+        self._swaps: queue.SimpleQueue[_Swap] = queue.SimpleQueue()
+        self._deleting: list[tuple[int, PartitionLog, list[Segment]]] = []
+        self._stop = threading.Event()
+        self._wake: Callable[[], object] | None = None  # runs tick() soon on the loop
+        self._threads: list[threading.Thread] = []
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.cleanings = 0
+        self.last_ratio = 0.0
+
+    # --- choosing ---------------------------------------------------------------------------
+
+    def plan(self, p: PartitionLog, now: int) -> Plan | None:
+        cfg = p.config
+        if "compact" not in cfg.cleanup_policy:
+            return None
+        segs = list(p.segments)
+        start = p.log_start_offset
+        first_dirty = self.checkpoints.get((p.topic, p.partition), start)
+        if not start <= first_dirty <= segs[-1].base_offset:
+            first_dirty = start  # a truncated or re-created log: as Kafka, from the start
+        uncleanable = min(segs[-1].base_offset, p.last_stable_offset)
+        if cfg.min_compaction_lag_ms > 0:
+            for s in segs[:-1]:
+                lag = cfg.min_compaction_lag_ms
+                if s.next_offset > first_dirty and s.max_timestamp > now - lag:
+                    uncleanable = min(uncleanable, s.base_offset)
+                    break
+        closed = [s for s in segs[:-1] if s.base_offset < uncleanable]
+        dirty = sum(s.size for s in closed if s.next_offset > first_dirty)
+        total = sum(s.size for s in closed)
+        if not closed or total == 0:
+            return None
+        first = next((s for s in closed if s.next_offset > first_dirty), None)
+        forced = False
+        if first is not None and dirty:
+            ts = first.first_batch_timestamp
+            ts = first.max_timestamp if ts is None or ts < 0 else ts
+            forced = ts >= 0 and now - ts > cfg.max_compaction_lag_ms
+        horizon = self._horizons.get((p.topic, p.partition))
+        forced = forced or horizon is not None and horizon <= now
+        ratio = dirty / total
+        if not forced and not (dirty and ratio > cfg.min_cleanable_ratio):
+            return None
+        return Plan(p, segs, first_dirty, uncleanable, ratio, forced)
+
+    def grab(self, now: int) -> Plan | None:
+        """The partition to clean now, marked as being cleaned; None when none needs it."""
+        with self._lock:
+            plans = []
+            for p in self.logs():
+                key = (p.topic, p.partition)
+                if key in self._busy or key in self._failed:
+                    continue
+                plan = self.plan(p, now)
+                if plan is not None:
+                    plans.append(plan)
+            if not plans:
+                return None
+            best = max(plans, key=lambda pl: (pl.forced, pl.ratio))
+            self._busy.add((best.partition.topic, best.partition.partition))
+            best.partition.cleaning = True
+            return best
+
+    # --- cleaning ---------------------------------------------------------------------------
+
+    def clean_once(self, now: int | None = None) -> Plan | None:
+        """Clean the dirtiest partition on this thread, swaps included (tests, tools)."""
+        plan = self.grab(self.clock.wall_ms() if now is None else now)
+        if plan is not None:
+            self._clean(plan, self.clock.wall_ms() if now is None else now, self._apply)
+        return plan
+
+    def _clean(self, plan: Plan, now: int, apply: Callable[[_Swap], bool]) -> None:
+        p = plan.partition
+        key = (p.topic, p.partition)
+        cfg = p.config
+        try:
+            throttle = core.Throttle(self.settings.io_max_bytes_per_second, self._stop.is_set)
+            segs = plan.segments
+            omap = OffsetMap(slots_for(self.settings.dedupe_buffer_size, self.settings.threads))
+            end = core.build_map(segs[:-1], plan.first_dirty, plan.uncleanable, omap,
+                                 core.TxnState(core.aborted_txns(segs, plan.uncleanable)),
+                                 throttle)
+            todo = [s for s in segs[:-1] if s.base_offset < end]
+            last = core.producer_last_offsets(segs, [s.size for s in segs])
+            txns = core.TxnState(core.aborted_txns(segs, end))
+            gc = core.GroupCleaner(omap, end, txns, last, now,
+                                   cfg.delete_retention_ms, throttle)
+            groups = core.group_segments(todo, cfg.segment_bytes, cfg.index_interval_bytes)
+            for group in groups:
+                new = gc.clean(group, p.directory, cfg.index_interval_bytes)
+                if not apply(_Swap(p, group, new)):
+                    raise core.CleaningAborted(f"swap of {new.path} not applied")
+            with self._lock:
+                self.checkpoints[key] = end
+                if gc.earliest_horizon is None:
+                    self._horizons.pop(key, None)
+                else:
+                    self._horizons[key] = gc.earliest_horizon
+                snapshot = dict(self.checkpoints)
+            write_checkpoint(self.data_dir, snapshot)
+            self.bytes_read += gc.bytes_read
+            self.bytes_written += gc.bytes_written
+            self.cleanings += 1
+            self.last_ratio = plan.ratio
+            log.info("Cleaned %s-%d up to offset %d: %d bytes read, %d written (dirty ratio "
+                     "%.2f)", p.topic, p.partition, end, gc.bytes_read, gc.bytes_written,
+                     plan.ratio)
+        except core.CleaningAborted as e:
+            log.info("Cleaning of %s-%d stopped: %s", p.topic, p.partition, e)
+        except Exception:
+            log.exception("Cleaning of %s-%d failed; it is left alone until restart",
+                          p.topic, p.partition)
+            with self._lock:
+                self._failed.add(key)
+        finally:
+            with self._lock:
+                self._busy.discard(key)
+                p.cleaning = False
+
+    def _apply(self, swap: _Swap) -> bool:
+        """Swap the cleaned segment in (on the thread owning the log's segment list)."""
+        p = swap.partition
+        try:
+            old = replace_segments(p, swap.old, swap.new)
+        except (ValueError, OSError) as e:
+            log.warning("Cleaned segment of %s-%d not swapped in: %s", p.topic, p.partition, e)
+            return False
+        due = self.clock.monotonic_ms() + p.config.file_delete_delay_ms
+        self._deleting.append((due, p, old))
+        return True
+
+    # --- the event loop's side --------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Apply the swaps the cleaner threads wait for; close and remove replaced segments
+        whose file.delete.delay.ms has passed (`now_ms`: the clock's monotonic reading)."""
+        if self._wake is None:
+            try:
+                loop = asyncio.get_running_loop()
+                self._wake = lambda: loop.call_soon_threadsafe(self._woken)
+            except RuntimeError:
+                pass
+        while True:
+            try:
+                swap = self._swaps.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                swap.ok = self._apply(swap)
+            finally:
+                swap.done.set()
+        keep = []
+        for due, p, segs in self._deleting:
+            if now_ms < due:
+                keep.append((due, p, segs))
+                continue
+            names = []
+            for seg in segs:
+                names += [n for n in (seg.path, seg.index.path, seg.time_index.path,
+                                      seg.txn_index.path)]
+                seg.close()
+            p.durability.unlink([n.rsplit("/", 1)[-1] for n in names])
+        self._deleting = keep
+
+    def _woken(self) -> None:
+        try:
+            self.tick(self.clock.monotonic_ms())
+        except Exception:
+            log.exception("Applying the log cleaner's swaps failed")
+
+    def _handoff(self, swap: _Swap) -> bool:
+        self._swaps.put(swap)
+        wake = self._wake
+        if wake is not None:
+            try:
+                wake()
+            except RuntimeError:  # the loop is closed: the stop() below applies it
+                pass
+        while not swap.done.wait(0.1):
+            if self._stop.is_set():
+                return False  # the .swap files stay: recovery completes the swap
+        return swap.ok
+
+    # --- threads ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self.settings.enable or self._threads:
+            return
+        for i in range(max(1, self.settings.threads)):
+            t = threading.Thread(target=self._run, name=f"kafkalite-cleaner-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                plan = self.grab(self.clock.wall_ms())
+            except Exception:
+                log.exception("Choosing a log to clean failed")
+                plan = None
+            if plan is None:
+                self._stop.wait(self.settings.backoff_ms / 1000)
+                continue
+            self._clean(plan, self.clock.wall_ms(), self._handoff)
+
+    def stop(self) -> None:
+        """Stop the threads (a cleaning in progress is abandoned; its files are removed
+        or, once they are `.swap`, completed by recovery), then close replaced segments."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+        self._threads.clear()
+        self.tick(2**63 - 1)
+
+
+__all__ = ["CleanerSettings", "LogCleaner", "Plan", "discard"]
