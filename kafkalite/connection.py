@@ -26,9 +26,11 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .security.sasl import CURRENT as SASL_SESSION, session_for
 from .wire.errors import MalformedRequest
 
 if TYPE_CHECKING:
+    from .security.sasl import SaslSession
     from .server import KafkaServer
 
 log = logging.getLogger("kafkalite.server")
@@ -39,6 +41,8 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 
 class KafkaConnection(asyncio.Protocol):
+    sasl: "SaslSession | None" = None  # set by _sasl_start on a SASL listener
+
     def __init__(self, server: "KafkaServer"):
         self.server = server
         self.broker = server.broker
@@ -78,6 +82,7 @@ class KafkaConnection(asyncio.Protocol):
             transport.close()
             return
         self.active_ms = self.server.clock.monotonic_ms()
+        self._sasl_start()
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -251,7 +256,8 @@ class KafkaConnection(asyncio.Protocol):
             self.busy = True
             self.serving = 4 + len(frame)
             try:
-                response = await self.broker.dispatch(frame, self.peer)
+                response = await (self.broker.dispatch(frame, self.peer) if self.sasl is None
+                                  else self._sasl_answer(frame))
             except MalformedRequest as e:
                 self.abort(str(e))
                 return
@@ -272,9 +278,51 @@ class KafkaConnection(asyncio.Protocol):
                 self.active = True
                 if not self.writable.is_set():
                     await self.writable.wait()
+            if self.sasl is not None and self.sasl.failed:
+                self._sasl_close()
+                return
             throttle_ms = self.broker.quotas.take_mute(self.peer)
             if throttle_ms and not self.closed:
                 await self.mute_for(throttle_ms)
+
+    # --- SASL (security/sasl.py holds the state machine) -------------------------------
+
+    def _sasl_start(self) -> None:
+        """A SASL session when this connection's listener is SASL_PLAINTEXT or SASL_SSL
+        (`listener` set by the server; without one, the configured first listener)."""
+        self.sasl = session_for(self.broker, getattr(self, "listener", None))
+
+    async def _sasl_answer(self, frame: memoryview) -> list | None:
+        sasl = self.sasl
+        assert sasl is not None
+        if sasl.raw_tokens:  # after SaslHandshake v0: a bare SASL token, answered bare
+            token = sasl.raw_token(bytes(frame))
+            self._sasl_principal()
+            return None if token is None else [token]
+        api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+        if sasl.before_request(api_key) is not None:
+            return None
+        SASL_SESSION.set(sasl)
+        response = await self.broker.dispatch(frame, self.peer)
+        if api_key == 18:
+            sasl.after_api_versions()
+        self._sasl_principal()
+        return response
+
+    def _sasl_principal(self) -> None:
+        if self.sasl is not None and self.sasl.principal is not None:
+            self.principal = self.sasl.principal
+
+    def _sasl_close(self) -> None:
+        """Kafka's failed-authentication delay: the answer (if any) is out; read nothing
+        more and close after connection.failed.authentication.delay.ms."""
+        assert self.sasl is not None
+        self._drop_held()
+        if not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
+        reason = f"SASL: {self.sasl.close_reason}"
+        self.broker.clock.call_later(self.sasl.settings.failed_delay_ms, self.abort, reason)
 
     async def mute_for(self, ms: int) -> None:
         """A quota throttle, as Kafka does it (KIP-219): the response has gone out with

@@ -26,6 +26,7 @@ from ..coordinator.transactions_log import TOPIC as TXN_TOPIC
 from ..log.flusher import fsync_all
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
+from ..security.sasl_scram import bootstrap_scram_users
 from ..security.scram_store import ScramStore
 from ..wire.codec import decode_request, encode, is_flexible
 from ..wire.errors import ErrorCode, KafkaError, MalformedRequest
@@ -95,6 +96,7 @@ class Broker:
         self.quotas.load()
         self.scram = ScramStore(state_dir)
         self.scram.load()
+        bootstrap_scram_users(self.scram, self.config["kafkalite.sasl.scram.users"])
         t0 = time.monotonic()
         replayed = sum(self._load_producer_state(p) for p in self.logs.all_partitions())
         log.info("Loaded producer state in %.3fs (%d batch headers replayed)",

@@ -8,7 +8,6 @@ import logging
 log = logging.getLogger("kafkalite.broker")
 
 _FEATURES = {
-    "SASL authentication": {17: "SaslHandshake", 36: "SaslAuthenticate"},
     "ACL authorization": {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
