@@ -6,7 +6,8 @@
 #   handshake_or_versions --ApiVersions--> handshake --SaslHandshake--> authenticate
 #   authenticate --SaslAuthenticate (complete)--> complete
 #   complete --SaslHandshake (client used SaslAuthenticate v1+)--> re-authentication
-# Before completion any other request closes the connection unanswered (Kafka: "Unexpected
+# The handshake lists the enabled mechanisms in Kafka's HashSet order. Before completion any
+# other request closes the connection unanswered (Kafka: "Unexpected
 # Kafka request of type X during SASL handshake"). A refused mechanism or failed login is
 # answered, then closed after `connection.failed.authentication.delay.ms`. After a
 # SaslHandshake v0 the client sends raw SASL tokens in plain size-prefixed frames (no Kafka
@@ -21,6 +22,7 @@ import weakref
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from ..javahash import hashmap_order, string_hash
 from ..wire.errors import ErrorCode
 from .sasl_errors import SaslAuthenticationFailed, SaslInvalid
 from .sasl_oauthbearer import OAuthBearerServer
@@ -97,8 +99,14 @@ class SaslSettings:
         self.prefix = f"listener.name.{listener.lower()}."
         self.broker = broker
         raw = self._get("sasl.enabled.mechanisms")
-        self.mechanisms = [m.strip() for m in (raw if isinstance(raw, str) else
-                                               ",".join(raw or [])).split(",") if m.strip()]
+        listed = [m.strip() for m in (raw if isinstance(raw, str) else
+                                      ",".join(raw or [])).split(",") if m.strip()]
+        # SaslServerAuthenticator lists `new ArrayList<>(new HashSet<>(enabled))`: a
+        # HashSet's order, not the config's (PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 comes back
+        # PLAIN, SCRAM-SHA-512, SCRAM-SHA-256 from Kafka 3.8)
+        unique = list(dict.fromkeys(listed))
+        self.mechanisms = hashmap_order(unique, string_hash,
+                                        max(int(len(unique) / 0.75) + 1, 16))
         self.plain_users = parse_users(config["kafkalite.sasl.plain.users"])
         self.plain_users.update({k[5:]: v for k, v in parse_jaas(
             self._get("plain.sasl.jaas.config")).items() if k.startswith("user_")})
@@ -231,7 +239,8 @@ class SaslSession:
                    f"SASL mechanism {self.mechanism}")
             self._fail(msg)
             return ErrorCode.sasl_authentication_failed, msg, b"", 0
-        return ErrorCode.none, None, out, self._lifetime_ms if self.state == "complete" else 0
+        # a success's message is empty, not null, as Kafka's default
+        return ErrorCode.none, "", out, self._lifetime_ms if self.state == "complete" else 0
 
     def raw_token(self, token: bytes) -> bytes | None:
         """A SASL token after a SaslHandshake v0: the raw answer, or None (failed: close)."""

@@ -42,6 +42,11 @@ def login(s: SaslSession, user: str = "alice", password: str = "alice-secret",
     return s.authenticate(f"\0{user}\0{password}".encode(), version)
 
 
+def test_mechanisms_listed_in_a_java_hashset_order():
+    s, _ = make(**{"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"})
+    assert s.mechanisms == ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"]  # as Kafka 3.8 lists
+
+
 def test_listener_protocol_from_the_map():
     assert configured_listener(BrokerConfig({"listeners": "PLAINTEXT://:1"})) == \
         ("PLAINTEXT", "PLAINTEXT")
@@ -88,7 +93,7 @@ def test_unknown_mechanism_and_failed_login():
 
 def test_success_without_reauth_never_expires():
     s, clock = make()
-    assert login(s) == (ErrorCode.none, None, b"", 0)
+    assert login(s) == (ErrorCode.none, "", b"", 0)
     assert s.principal == "User:alice" and s.state == "complete"
     clock.advance(10**9)
     assert s.before_request(0) is None
@@ -99,7 +104,7 @@ def test_session_lifetime_and_reauthentication():
     assert login(s)[3] == 1000
     clock.advance(900)
     assert s.before_request(17) is None  # re-authentication begins
-    assert login(s)[:3] == (ErrorCode.none, None, b"")
+    assert login(s)[:3] == (ErrorCode.none, "", b"")
     clock.advance(900)  # 1800 ms after the first login, 900 after the second
     assert s.before_request(3) is None
     clock.advance(100)

@@ -22,7 +22,7 @@ from ..registry import api
 @api(17, "SaslHandshake", (0, 1))
 async def handle(ctx, req):
     session = CURRENT.get()
-    if session is None or session.state != "handshake":
+    if session is None or session.state not in ("handshake_or_versions", "handshake"):
         code, mechanisms = ErrorCode.illegal_sasl_state, []
     else:
         code, mechanisms = session.handshake(req.mechanism, ctx.api_version)
