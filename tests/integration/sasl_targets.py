@@ -112,10 +112,10 @@ def add_scram_users(target: Target) -> None:
     raise AssertionError("SCRAM user bob never became usable")
 
 
-def can_log_in(target: Target, mechanism: str) -> bool:
+def can_log_in(target: Target, mechanism: str, **over: object) -> bool:
     from confluent_kafka.admin import AdminClient
     try:
-        AdminClient(target.confluent(mechanism)).list_topics(timeout=3)
+        AdminClient(target.confluent(mechanism, **over)).list_topics(timeout=3)
         return True
     except Exception:
         return False
