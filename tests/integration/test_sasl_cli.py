@@ -66,3 +66,28 @@ def test_without_credentials_the_sasl_listener_refuses(target):
     assert r.code == 1 and r.err.strip()
     assert can_log_in(target, "PLAIN")
 
+
+
+def test_java_client_kafka_tools_with_command_config(target, tmp_path):
+    """The Java client (Kafka's own tools) over SASL_PLAINTEXT: PLAIN, then a SCRAM user
+    that kafka-configs.sh creates, as Kafka's documentation does it."""
+    from tests.helpers.real_kafka import anchor_dir
+    if anchor_dir() is None:
+        pytest.skip("no Kafka 3.8 distribution (../shared/anchors/kafka-3.8.0)")
+    from tests.kafka_tools.conftest import run_tool
+    plain = tmp_path / "plain.properties"
+    plain.write_text(CLIENT_PROPERTIES)
+    boot = ("--bootstrap-server", target.bootstrap)
+    run_tool("kafka-topics.sh", *boot, "--command-config", str(plain), "--create",
+             "--topic", "java-sasl", "--partitions", "1", "--replication-factor", "1")
+    run_tool("kafka-configs.sh", *boot, "--command-config", str(plain), "--alter",
+             "--entity-type", "users", "--entity-name", "erin",
+             "--add-config", "SCRAM-SHA-256=[iterations=4096,password=erin-secret]")
+    scram = tmp_path / "scram.properties"
+    scram.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
+                     ' required username="erin" password="erin-secret";\n')
+    assert until(lambda: can_log_in(target, "SCRAM-SHA-256", **{
+        "sasl.username": "erin", "sasl.password": "erin-secret"}))
+    out = run_tool("kafka-topics.sh", *boot, "--command-config", str(scram), "--list")
+    assert "java-sasl" in out.split()

@@ -152,3 +152,41 @@ def test_raw_tokens_after_a_v0_handshake():
     s, _ = make()
     s.handshake("PLAIN", 0)
     assert s.raw_token(b"\0alice\0nope") is None and s.failed
+
+
+def test_fuzzed_tokens_only_fail_as_authentication_failures():
+    """Random bytes at every step of every mechanism: an answer or a failed login, never
+    another exception (which would close the connection as an internal error)."""
+    import random
+    rng = random.Random(15)
+    seeds = [b"\0alice\0alice-secret", b"n,,n=alice,r=abc", b"n,,\x01auth=Bearer a.b.\x01\x01",
+             b"c=biws,r=abc,p=AAAA", b""]
+    for i in range(600):
+        s, _ = make()
+        s.handshake(["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"][i % 3], 1)
+        for _step in range(3):
+            seed = bytearray(rng.choice(seeds))
+            for _ in range(rng.randint(0, 6)):
+                op = rng.randint(0, 2)
+                pos = rng.randint(0, len(seed))
+                if op == 0:
+                    seed[pos:pos] = bytes([rng.randint(0, 255)])
+                elif op == 1 and seed:
+                    del seed[min(pos, len(seed) - 1)]
+                else:
+                    seed[pos:pos] = rng.choice([b",", b"=", b"\x01", b"\0", b"\xff"])
+            if s.state != "authenticate":
+                break
+            code, _, _, _ = s.authenticate(bytes(seed), 2)
+            assert code in (ErrorCode.none, ErrorCode.sasl_authentication_failed)
+
+
+def test_bootstrap_user_settings_from_the_environment():
+    from kafkalite.config import env_overrides
+    assert env_overrides({"KAFKALITE_SASL_SCRAM_USERS": "bob:pw",
+                          "KAFKALITE_SASL_PLAIN_USERS": "alice:pw",
+                          "KAFKALITE_SASL_ENABLED_MECHANISMS": "PLAIN"}) == {
+        "kafkalite.sasl.scram.users": "bob:pw", "kafkalite.sasl.plain.users": "alice:pw",
+        "sasl.enabled.mechanisms": "PLAIN"}
+    s, _ = make(**{"kafkalite.sasl.plain.users": "zed:zz"})
+    assert login(s, "zed", "zz")[0] == ErrorCode.none
