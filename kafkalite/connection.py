@@ -272,15 +272,15 @@ class KafkaConnection(asyncio.Protocol):
                 self.server.pool.give(self.serving)
                 self.serving = 0
                 self.maybe_resume()
+            if self.sasl is not None and self.sasl.failed:
+                self._sasl_close(response)
+                return
             if response is not None and not self.closed:
                 size = sum(len(b) for b in response)
                 transport.writelines([size.to_bytes(4, "big"), *response])
                 self.active = True
                 if not self.writable.is_set():
                     await self.writable.wait()
-            if self.sasl is not None and self.sasl.failed:
-                self._sasl_close()
-                return
             throttle_ms = self.broker.quotas.take_mute(self.peer)
             if throttle_ms and not self.closed:
                 await self.mute_for(throttle_ms)
@@ -313,16 +313,23 @@ class KafkaConnection(asyncio.Protocol):
         if self.sasl is not None and self.sasl.principal is not None:
             self.principal = self.sasl.principal
 
-    def _sasl_close(self) -> None:
-        """Kafka's failed-authentication delay: the answer (if any) is out; read nothing
-        more and close after connection.failed.authentication.delay.ms."""
+    def _sasl_close(self, response: list | None) -> None:
+        """Kafka's failed-authentication delay (a brake on password guessing): read nothing
+        more; after connection.failed.authentication.delay.ms send the failure answer, if
+        any, and close."""
         assert self.sasl is not None
         self._drop_held()
         if not self.reading_paused and self.transport is not None:
             self.reading_paused = True
             self.transport.pause_reading()
-        reason = f"SASL: {self.sasl.close_reason}"
-        self.broker.clock.call_later(self.sasl.settings.failed_delay_ms, self.abort, reason)
+        self.broker.clock.call_later(self.sasl.settings.failed_delay_ms, self._sasl_closed,
+                                     response, f"SASL: {self.sasl.close_reason}")
+
+    def _sasl_closed(self, response: list | None, reason: str) -> None:
+        if response is not None and not self.closed and self.transport is not None:
+            self.transport.writelines([sum(len(b) for b in response).to_bytes(4, "big"),
+                                       *response])
+        self.abort(reason, graceful=True)
 
     async def mute_for(self, ms: int) -> None:
         """A quota throttle, as Kafka does it (KIP-219): the response has gone out with

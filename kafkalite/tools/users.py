@@ -93,7 +93,8 @@ def _list(args: argparse.Namespace) -> int:
     for user, info in sorted(found.items()):
         if info["error"]:
             raise CliError(info["error"], "RESOURCE_NOT_FOUND")
-        for c in info["credential_infos"]:
+        # by name: Kafka's order of a user's mechanisms varies between its runs
+        for c in sorted(info["credential_infos"], key=lambda c: c["mechanism"].name):
             name = c["mechanism"].name.replace("_", "-")
             if not wanted or name in wanted:
                 rows.append({"user": user, "mechanism": name, "iterations": c["iterations"]})

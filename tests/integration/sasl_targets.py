@@ -9,6 +9,8 @@ import struct
 import time
 from dataclasses import dataclass
 
+import pytest
+
 from kafkalite.testing import BrokerProcess, free_port
 from tests.helpers.kbatch import connect, recv_frame
 from tests.helpers.real_kafka import RealKafka, free_port_pair, unavailable_reason
@@ -88,6 +90,18 @@ def start_kafka() -> Target | str:
         **SASL_SETTINGS})
     kafka.start()
     return Target("kafka", f"127.0.0.1:{sasl_port}", kafka)
+
+
+@pytest.fixture(scope="module", params=["kafkalite", "kafka"])
+def target(request):
+    """The module's tests run against each broker in turn (import this fixture)."""
+    t = start_kafkalite() if request.param == "kafkalite" else start_kafka()
+    if isinstance(t, str):
+        pytest.skip(t)
+    try:
+        yield t
+    finally:
+        t.proc.cleanup()
 
 
 def add_scram_users(target: Target) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.cli.conftest import assert_one_error_line, run_cli
 
-from .sasl_targets import can_log_in, start_kafka, start_kafkalite
+from .sasl_targets import can_log_in, target  # noqa: F401  (the fixture)
 
 CLIENT_PROPERTIES = """\
 security.protocol=SASL_PLAINTEXT
@@ -16,17 +16,6 @@ sasl.mechanism=PLAIN
 sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
 username="admin" password="admin-secret";
 """
-
-
-@pytest.fixture(scope="module", params=["kafkalite", "kafka"])
-def target(request):
-    t = start_kafkalite() if request.param == "kafkalite" else start_kafka()
-    if isinstance(t, str):
-        pytest.skip(t)
-    try:
-        yield t
-    finally:
-        t.proc.cleanup()
 
 
 def until(probe, timeout: float = 20.0) -> bool:

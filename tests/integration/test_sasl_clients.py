@@ -11,21 +11,16 @@ import pytest
 
 from tests.helpers import kclients
 
-from .sasl_targets import add_scram_users, serves, start_kafka, start_kafkalite
+from .sasl_targets import add_scram_users, serves, target  # noqa: F401  (the fixture)
 
 RECORDS = [(0, b"k%d" % i, b"v%d" % i, [], None) for i in range(3)]
 
 
-@pytest.fixture(scope="module", params=["kafkalite", "kafka"])
-def target(request):
-    t = start_kafkalite() if request.param == "kafkalite" else start_kafka()
-    if isinstance(t, str):
-        pytest.skip(t)
-    try:
-        add_scram_users(t)
-        yield t
-    finally:
-        t.proc.cleanup()
+@pytest.fixture(scope="module")
+def scram_target(target):
+    """Each broker, with bob's SCRAM credentials created by AlterUserScramCredentials."""
+    add_scram_users(target)
+    return target
 
 
 def roundtrip(client: str, bootstrap: str, **conf) -> list[bytes]:
@@ -37,24 +32,24 @@ def roundtrip(client: str, bootstrap: str, **conf) -> list[bytes]:
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
                                        "OAUTHBEARER"])
-def test_confluent(target, mechanism):
-    conf = target.confluent(mechanism)
+def test_confluent(scram_target, mechanism):
+    conf = scram_target.confluent(mechanism)
     del conf["bootstrap.servers"]
-    assert roundtrip("confluent", target.bootstrap, **conf) == [r[2] for r in RECORDS]
+    assert roundtrip("confluent", scram_target.bootstrap, **conf) == [r[2] for r in RECORDS]
 
 
 @pytest.mark.parametrize("client", ["kafka-python", "aiokafka"])
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_python_clients(target, client, mechanism):
-    got = roundtrip(client, target.bootstrap, **target.python_client(mechanism))
+def test_python_clients(scram_target, client, mechanism):
+    got = roundtrip(client, scram_target.bootstrap, **scram_target.python_client(mechanism))
     assert got == [r[2] for r in RECORDS]
 
 
-def test_confluent_wrong_password(target):
+def test_confluent_wrong_password(scram_target):
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
     errors = []
-    admin = AdminClient(target.confluent("PLAIN", **{"sasl.password": "wrong",
+    admin = AdminClient(scram_target.confluent("PLAIN", **{"sasl.password": "wrong",
                                                      "error_cb": errors.append}))
     with pytest.raises(Exception):
         admin.list_topics(timeout=3)
@@ -64,29 +59,29 @@ def test_confluent_wrong_password(target):
         admin.poll(0.2)
     auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
     assert auth and "Invalid username or password" in auth[0].str()
-    assert serves(target)
+    assert serves(scram_target)
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
-def test_kafka_python_wrong_password(target, mechanism, caplog):
+def test_kafka_python_wrong_password(scram_target, mechanism, caplog):
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
     with pytest.raises(KafkaError) as e:
-        KafkaAdminClient(bootstrap_servers=target.bootstrap, bootstrap_timeout_ms=3000,
-                         **target.python_client(mechanism, password="wrong"))
+        KafkaAdminClient(bootstrap_servers=scram_target.bootstrap, bootstrap_timeout_ms=3000,
+                         **scram_target.python_client(mechanism, password="wrong"))
     # the client gives up bootstrapping (e) and logs the broker's SASL_AUTHENTICATION_FAILED
     assert "bootstrap" in str(e.value)
     assert "SaslAuthenticationFailed" in caplog.text and "Authentication failed" in caplog.text
-    assert serves(target)
+    assert serves(scram_target)
 
 
-def test_aiokafka_wrong_password(target, caplog):
+def test_aiokafka_wrong_password(scram_target, caplog):
     from aiokafka import AIOKafkaProducer
     from aiokafka.errors import KafkaError
 
     async def run():
-        p = AIOKafkaProducer(bootstrap_servers=target.bootstrap, request_timeout_ms=5000,
-                             **target.python_client("SCRAM-SHA-256", password="wrong"))
+        p = AIOKafkaProducer(bootstrap_servers=scram_target.bootstrap, request_timeout_ms=5000,
+                             **scram_target.python_client("SCRAM-SHA-256", password="wrong"))
         try:
             await p.start()
         finally:
@@ -96,4 +91,4 @@ def test_aiokafka_wrong_password(target, caplog):
     # the client gives up bootstrapping (e) and logs the broker's SASL_AUTHENTICATION_FAILED
     assert "bootstrap" in str(e.value)
     assert "SaslAuthenticationFailed" in caplog.text and "Authentication failed" in caplog.text
-    assert serves(target)
+    assert serves(scram_target)

@@ -8,19 +8,8 @@ import pytest
 
 from tests.helpers.kbatch import is_closed
 
-from .sasl_targets import (LISTED, REAUTH_MS, RawSasl, oauth_token, serves,
-                           start_kafka, start_kafkalite)
-
-
-@pytest.fixture(scope="module", params=["kafkalite", "kafka"])
-def target(request):
-    t = start_kafkalite() if request.param == "kafkalite" else start_kafka()
-    if isinstance(t, str):
-        pytest.skip(t)
-    try:
-        yield t
-    finally:
-        t.proc.cleanup()
+from .sasl_targets import (LISTED, REAUTH_MS, RawSasl, oauth_token, serves,  # noqa: F401
+                           target)
 
 
 @pytest.fixture
