@@ -9,7 +9,7 @@
 # The handshake lists the enabled mechanisms in Kafka's HashSet order. Before completion any
 # other request closes the connection unanswered (Kafka: "Unexpected
 # Kafka request of type X during SASL handshake"). A refused mechanism or failed login is
-# answered, then closed after `connection.failed.authentication.delay.ms`. After a
+# answered after `connection.failed.authentication.delay.ms`, then closed. After a
 # SaslHandshake v0 the client sends raw SASL tokens in plain size-prefixed frames (no Kafka
 # header), answered the same way. Once the session lifetime has passed, the next request
 # other than a re-authenticating SaslHandshake closes the connection, as Kafka's Processor

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import kclients
 
-from .sasl_targets import add_scram_users, serves, target  # noqa: F401  (the fixture)
+from .sasl_targets import REAUTH_MS, add_scram_users, serves, target  # noqa: F401
 
 RECORDS = [(0, b"k%d" % i, b"v%d" % i, [], None) for i in range(3)]
 
@@ -92,3 +92,25 @@ def test_aiokafka_wrong_password(scram_target, caplog):
     assert "bootstrap" in str(e.value)
     assert "SaslAuthenticationFailed" in caplog.text and "Authentication failed" in caplog.text
     assert serves(scram_target)
+
+
+def test_confluent_reauthenticates_on_the_same_connection(scram_target):
+    """KIP-368: OAUTHBEARER sessions last REAUTH_MS on this listener; librdkafka
+    re-authenticates before the end, so its one broker connection outlives several
+    sessions (an expired one would be closed at its next request and reconnected)."""
+    import json
+    import time
+
+    from confluent_kafka import Producer
+    stats: list[str] = []
+    p = Producer(scram_target.confluent("OAUTHBEARER", **{"statistics.interval.ms": 500,
+                                                          "stats_cb": stats.append}))
+    topic = f"sasl-reauth-{uuid.uuid4().hex[:8]}"
+    for _ in range(3):  # three sessions' worth of time, a request in each
+        p.produce(topic, b"x")
+        assert p.flush(20) == 0
+        time.sleep(REAUTH_MS / 1000 + 0.5)
+    p.poll(1)
+    brokers = json.loads(stats[-1])["brokers"].values()
+    assert [(b["nodeid"], b["connects"], b["disconnects"]) for b in brokers
+            if b["nodeid"] >= 0] == [(1, 1, 0)]

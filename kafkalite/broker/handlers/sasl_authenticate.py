@@ -4,8 +4,8 @@
 # session (security/sasl.py: PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and its answer back. A
 # failed login is SASL_AUTHENTICATION_FAILED with Kafka's message (mechanism-specific, or
 # "Authentication failed during authentication due to invalid credentials with SASL
-# mechanism M" where Kafka hides the cause), then the connection closes after
-# `connection.failed.authentication.delay.ms`. A success carries empty, not null, auth
+# mechanism M" where Kafka hides the cause), sent after
+# `connection.failed.authentication.delay.ms`, then the connection closes. A success carries empty, not null, auth
 # bytes when the mechanism has nothing to say. v1+: session_lifetime_ms, the KIP-368 bound
 # (`connections.max.reauth.ms`, or an OAUTHBEARER token's expiry if sooner; 0 = none);
 # using v1+ also marks the client as able to re-authenticate. Outside an exchange (a

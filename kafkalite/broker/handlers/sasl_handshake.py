@@ -1,9 +1,10 @@
 # SaslHandshake (key 17), v0-1.
 #
 # On a SASL_PLAINTEXT or SASL_SSL listener the connection's SASL session (security/sasl.py)
-# answers it: the enabled mechanisms (`sasl.enabled.mechanisms`, in config order) with NONE
-# when the client's mechanism is one of them, else UNSUPPORTED_SASL_MECHANISM and the
-# connection closes after `connection.failed.authentication.delay.ms`. v0: the SASL tokens
+# answers it: the enabled mechanisms (`sasl.enabled.mechanisms`, in the order Kafka's HashSet
+# gives them) with NONE when the client's mechanism is one of them, else
+# UNSUPPORTED_SASL_MECHANISM, sent after `connection.failed.authentication.delay.ms`, then
+# the connection closes. v0: the SASL tokens
 # that follow come as raw size-prefixed frames (no SaslAuthenticate); v1: in SaslAuthenticate
 # requests. After authentication, a SaslHandshake from a client that used SaslAuthenticate
 # v1+ starts KIP-368 re-authentication. Elsewhere (a PLAINTEXT listener, or a client that
