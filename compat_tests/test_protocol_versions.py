@@ -80,10 +80,10 @@ def test_required_keys_advertised(target):
 # The API keys Apache Kafka 3.8.0 advertises as a single KRaft node (the anchor's serve.sh).
 KAFKA_38_KEYS = {0, 1, 2, 3, *range(8, 52), 55, 57, 60, 61, 64, 65, 66, 68, 69, 74, 75}
 # Keys Kafka serves that kafkalite does not, each one a row of COMPATIBILITY.md's known
-# differences: SASL (17, 36), ACLs (29-31), delegation tokens (38-41), UpdateFeatures (57),
+# differences: ACLs (29-31), delegation tokens (38-41), UpdateFeatures (57),
 # UnregisterBroker (64) and ListClientMetricsResources (74). Kept exact:
 # a key kafkalite starts serving must leave this set, so the set never goes stale.
-NOT_SERVED_BY_KAFKALITE = {17, 36, 38, 39, 40, 41, 57, 64, 74}
+NOT_SERVED_BY_KAFKALITE = {38, 39, 40, 41, 57, 64, 74}
 
 
 def test_advertised_keys_against_kafka_38(target):

@@ -117,6 +117,9 @@ BROKER_PROPS: list[Prop] = [
     Prop("max.connections", "int", 2147483647, _at_least(0), read_only=False),
     Prop("max.connections.per.ip", "int", 2147483647, _at_least(0), read_only=False),
     Prop("connections.max.idle.ms", "long", 600000),
+    Prop("sasl.enabled.mechanisms", "list", "GSSAPI", read_only=False),
+    Prop("connections.max.reauth.ms", "long", 0),
+    Prop("connection.failed.authentication.delay.ms", "int", 100, _at_least(0)),
     Prop("queued.max.requests", "int", 500, _at_least(1)),
     Prop("queued.max.request.bytes", "long", -1),
     Prop("max.incremental.fetch.session.cache.slots", "int", 1000, _at_least(0)),
@@ -187,6 +190,12 @@ BROKER_PROPS: list[Prop] = [
     Prop("kafkalite.produce.validate.records", "boolean", False, None,
          "Decompress and check every produced record as Kafka's LogValidator does "
          "(per-record work; off by default)."),
+    Prop("kafkalite.sasl.plain.users", "password", None, None,
+         "SASL/PLAIN users name:password[,...] on every SASL listener, besides the "
+         "listener's JAAS user_<name> entries.", sensitive=True),
+    Prop("kafkalite.sasl.scram.users", "password", None, None,
+         "SCRAM-SHA-256 and -512 users name:password[,...] created at start when missing "
+         "(4096 iterations).", sensitive=True),
 ]
 
 PROPS: dict[str, Prop] = {p.name: p for p in BROKER_PROPS}
@@ -405,6 +414,8 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """KAFKALITE_LOG_SEGMENT_BYTES=... -> log.segment.bytes=..."""
     environ = os.environ if environ is None else environ
     known = {p.name.upper().replace(".", "_"): p.name for p in BROKER_PROPS}
+    # kafkalite's own properties also without the doubled prefix: KAFKALITE_SASL_PLAIN_USERS
+    known.update({k[10:]: n for k, n in known.items() if k.startswith("KAFKALITE_")})
     out: dict[str, str] = {}
     for key, value in environ.items():
         if not key.startswith("KAFKALITE_"):

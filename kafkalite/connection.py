@@ -27,10 +27,12 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .security.tls import ANONYMOUS, peer_principal
+from .security.sasl import CURRENT as SASL_SESSION, session_for
 from .wire.errors import MalformedRequest
 
 if TYPE_CHECKING:
     from .security.listeners import Listener
+    from .security.sasl import SaslSession
     from .server import KafkaServer
 
 log = logging.getLogger("kafkalite.server")
@@ -41,6 +43,8 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 
 class KafkaConnection(asyncio.Protocol):
+    sasl: "SaslSession | None" = None  # set by _sasl_start on a SASL listener
+
     def __init__(self, server: "KafkaServer", listener: "Listener | None" = None):
         self.server = server
         # The listener accepted on (name, security protocol, TLS context) and the client's
@@ -86,6 +90,7 @@ class KafkaConnection(asyncio.Protocol):
         if self.listener is not None and self.listener.uses_tls:
             self.principal = peer_principal(transport)  # the handshake is done by now
         self.active_ms = self.server.clock.monotonic_ms()
+        self._sasl_start()
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -259,8 +264,9 @@ class KafkaConnection(asyncio.Protocol):
             self.busy = True
             self.serving = 4 + len(frame)
             try:
-                response = await self.broker.dispatch(frame, self.peer, self.listener,
-                                                     self.principal)
+                response = await (self.broker.dispatch(frame, self.peer, self.listener,
+                                                       self.principal)
+                                  if self.sasl is None else self._sasl_answer(frame))
             except MalformedRequest as e:
                 self.abort(str(e))
                 return
@@ -275,6 +281,9 @@ class KafkaConnection(asyncio.Protocol):
                 self.server.pool.give(self.serving)
                 self.serving = 0
                 self.maybe_resume()
+            if self.sasl is not None and self.sasl.failed:
+                self._sasl_close(response)
+                return
             if response is not None and not self.closed:
                 size = sum(len(b) for b in response)
                 transport.writelines([size.to_bytes(4, "big"), *response])
@@ -284,6 +293,52 @@ class KafkaConnection(asyncio.Protocol):
             throttle_ms = self.broker.quotas.take_mute(self.peer)
             if throttle_ms and not self.closed:
                 await self.mute_for(throttle_ms)
+
+    # --- SASL (security/sasl.py holds the state machine) -------------------------------
+
+    def _sasl_start(self) -> None:
+        """A SASL session when this connection's listener is SASL_PLAINTEXT or SASL_SSL
+        (`listener` set by the server; without one, the configured first listener)."""
+        self.sasl = session_for(self.broker, getattr(self, "listener", None))
+
+    async def _sasl_answer(self, frame: memoryview) -> list | None:
+        sasl = self.sasl
+        assert sasl is not None
+        if sasl.raw_tokens:  # after SaslHandshake v0: a bare SASL token, answered bare
+            token = sasl.raw_token(bytes(frame))
+            self._sasl_principal()
+            return None if token is None else [token]
+        api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+        if sasl.before_request(api_key) is not None:
+            return None
+        SASL_SESSION.set(sasl)
+        response = await self.broker.dispatch(frame, self.peer, self.listener, self.principal)
+        if api_key == 18:
+            sasl.after_api_versions()
+        self._sasl_principal()
+        return response
+
+    def _sasl_principal(self) -> None:
+        if self.sasl is not None and self.sasl.principal is not None:
+            self.principal = self.sasl.principal
+
+    def _sasl_close(self, response: list | None) -> None:
+        """Kafka's failed-authentication delay (a brake on password guessing): read nothing
+        more; after connection.failed.authentication.delay.ms send the failure answer, if
+        any, and close."""
+        assert self.sasl is not None
+        self._drop_held()
+        if not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
+        self.broker.clock.call_later(self.sasl.settings.failed_delay_ms, self._sasl_closed,
+                                     response, f"SASL: {self.sasl.close_reason}")
+
+    def _sasl_closed(self, response: list | None, reason: str) -> None:
+        if response is not None and not self.closed and self.transport is not None:
+            self.transport.writelines([sum(len(b) for b in response).to_bytes(4, "big"),
+                                       *response])
+        self.abort(reason, graceful=True)
 
     async def mute_for(self, ms: int) -> None:
         """A quota throttle, as Kafka does it (KIP-219): the response has gone out with

@@ -27,6 +27,7 @@ from ..log.flusher import fsync_all
 from ..log.manager import LogManager, Topic
 from ..log.partition import PartitionLog
 from ..security.acl_check import open_authorizer
+from ..security.sasl_scram import bootstrap_scram_users
 from ..security.scram_store import ScramStore
 from ..wire.codec import decode_request, encode, is_flexible
 from ..wire.errors import ErrorCode, KafkaError, MalformedRequest
@@ -103,6 +104,7 @@ class Broker:
         self.scram = ScramStore(state_dir)
         self.scram.load()
         self.authorizer = open_authorizer(self.config, state_dir)
+        bootstrap_scram_users(self.scram, self.config["kafkalite.sasl.scram.users"])
         t0 = time.monotonic()
         replayed = sum(self._load_producer_state(p) for p in self.logs.all_partitions())
         log.info("Loaded producer state in %.3fs (%d batch headers replayed)",

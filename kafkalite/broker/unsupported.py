@@ -8,7 +8,6 @@ import logging
 log = logging.getLogger("kafkalite.broker")
 
 _FEATURES = {
-    "SASL authentication": {17: "SaslHandshake", 36: "SaslAuthenticate"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",

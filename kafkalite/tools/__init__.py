@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from . import acls, consume, dump_log, groups, health, produce, topics, transactions
+from . import acls, consume, dump_log, groups, health, produce, topics, transactions, users
 
-MODULES = (topics, groups, produce, consume, health, dump_log, transactions, acls)
+MODULES = (topics, groups, produce, consume, health, dump_log, transactions, acls, users)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,82 @@
+"""`kafkalite users` (SCRAM users) with a Kafka client properties file (--command-config)
+logging in over SASL_PLAINTEXT, against kafkalite and the real Kafka 3.8 (issue 15)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.cli.conftest import assert_one_error_line, run_cli
+
+from .sasl_targets import can_log_in, target  # noqa: F401  (the fixture)
+
+CLIENT_PROPERTIES = """\
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+username="admin" password="admin-secret";
+"""
+
+
+def until(probe, timeout: float = 20.0) -> bool:
+    """Kafka applies SCRAM changes through its metadata log: bounded wait."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.3)
+    return True
+
+
+def test_users_add_list_delete(target, tmp_path):
+    props = tmp_path / "client.properties"
+    props.write_text(CLIENT_PROPERTIES)
+    common = ("--bootstrap-server", target.bootstrap, "--command-config", str(props))
+    r = run_cli("users", "add", "--user", "dora", "--password", "dora-secret",
+                "--iterations", "8192", *common)
+    assert r.code == 0, r.err
+    r = run_cli("users", "list", "--user", "dora", "--json", *common)
+    assert r.code == 0, r.err
+    assert r.json() == [{"user": "dora", "mechanism": m, "iterations": 8192}
+                        for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    login = lambda: can_log_in(target, "SCRAM-SHA-512", **{  # noqa: E731
+        "sasl.username": "dora", "sasl.password": "dora-secret"})
+    assert until(login)
+    r = run_cli("users", "delete", "--user", "dora", "--mechanism", "SCRAM-SHA-512", *common)
+    assert r.code == 0, r.err
+    assert until(lambda: not login())
+    r = run_cli("users", "add", "--user", "dora", "--password", "x", "--iterations", "100",
+                "--mechanism", "SCRAM-SHA-256", *common)
+    assert_one_error_line(r, 1, "Too few iterations")
+
+
+def test_without_credentials_the_sasl_listener_refuses(target):
+    r = run_cli("users", "list", "--bootstrap-server", target.bootstrap, "--timeout", "3000")
+    assert r.code == 1 and r.err.strip()
+    assert can_log_in(target, "PLAIN")
+
+
+
+def test_java_client_kafka_tools_with_command_config(target, tmp_path):
+    """The Java client (Kafka's own tools) over SASL_PLAINTEXT: PLAIN, then a SCRAM user
+    that kafka-configs.sh creates, as Kafka's documentation does it."""
+    from tests.helpers.real_kafka import anchor_dir
+    if anchor_dir() is None:
+        pytest.skip("no Kafka 3.8 distribution (../shared/anchors/kafka-3.8.0)")
+    from tests.kafka_tools.conftest import run_tool
+    plain = tmp_path / "plain.properties"
+    plain.write_text(CLIENT_PROPERTIES)
+    boot = ("--bootstrap-server", target.bootstrap)
+    run_tool("kafka-topics.sh", *boot, "--command-config", str(plain), "--create",
+             "--topic", "java-sasl", "--partitions", "1", "--replication-factor", "1")
+    run_tool("kafka-configs.sh", *boot, "--command-config", str(plain), "--alter",
+             "--entity-type", "users", "--entity-name", "erin",
+             "--add-config", "SCRAM-SHA-256=[iterations=4096,password=erin-secret]")
+    scram = tmp_path / "scram.properties"
+    scram.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
+                     ' required username="erin" password="erin-secret";\n')
+    assert until(lambda: can_log_in(target, "SCRAM-SHA-256", **{
+        "sasl.username": "erin", "sasl.password": "erin-secret"}))
+    out = run_tool("kafka-topics.sh", *boot, "--command-config", str(scram), "--list")
+    assert "java-sasl" in out.split()
