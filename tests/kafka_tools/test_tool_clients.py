@@ -15,10 +15,9 @@ from tests.kafka_tools.conftest import run_tool
 API_LINE = re.compile(r"^\s*(\w+)\((\d+)\): (?:(\d+)(?: to (\d+))? \[usable: \d+\]|UNSUPPORTED)",
                       re.M)
 # Keys Kafka 3.8 serves to clients and kafkalite does not: delegation tokens,
-# features, KIP-848 consumer groups, client metrics and UnregisterBroker (COMPATIBILITY.md,
+# features, client metrics and UnregisterBroker (COMPATIBILITY.md,
 # "Kafka's own tools"). A key leaving this set (served at last) or joining it flips the test.
-KAFKA_ONLY = {"ConsumerGroupDescribe", "ConsumerGroupHeartbeat",
-              "CreateDelegationToken", "DescribeDelegationToken",
+KAFKA_ONLY = {"CreateDelegationToken", "DescribeDelegationToken",
               "ExpireDelegationToken", "ListClientMetricsResources", "RenewDelegationToken",
               "UnregisterBroker", "UpdateFeatures"}
 VERIFY_TOPIC, RECORDS = "tools-verify", 120
