@@ -28,6 +28,9 @@ BATCH_MUTATIONS = ("bad_crc", "wrong_count", "bad_magic", "absurd_timestamp",
 def templates(topic_id: uuid.UUID, batch: bytes) -> dict[int, dict[str, Any]]:
     """Fields that make a request about something that exists; {} elsewhere."""
     group = "fuzz-group"
+    acl_filter = {"resource_type_filter": 1, "resource_name_filter": None,
+                  "pattern_type_filter": 1, "principal_filter": None, "host_filter": None,
+                  "operation": 1, "permission_type": 1}
     part_fetch = {"partition": 0, "fetch_offset": 0, "current_leader_epoch": -1,
                   "log_start_offset": -1, "partition_max_bytes": 65536, "last_fetched_epoch": -1}
     return {
@@ -62,6 +65,13 @@ def templates(topic_id: uuid.UUID, batch: bytes) -> dict[int, dict[str, Any]]:
                          "assignments": [], "configs": []}],
              "timeout_ms": 5000, "validate_only": True},
         22: {"transactional_id": None, "transaction_timeout_ms": 60000},
+        # ACL filters and creations with valid codes: code 0 (UNKNOWN) makes Kafka, and so
+        # kafkalite, close the connection, which a "valid request" case must not provoke.
+        29: acl_filter,
+        30: {"creations": [{"resource_type": 2, "resource_name": "fuzz",
+                            "resource_pattern_type": 3, "principal": "User:fuzz", "host": "*",
+                            "operation": 3, "permission_type": 3}]},
+        31: {"filters": [acl_filter]},
     }
 
 
