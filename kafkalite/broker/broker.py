@@ -124,6 +124,7 @@ class Broker:
         from .handlers._share import make_share_coordinator
         self.share_groups = make_share_coordinator(self)
         groups.share_lookup = self.share_groups.has_group  # one group-id namespace
+        self.share_groups.attach_offsets(groups)  # membership kept in __consumer_offsets
         self.share_groups.open()
 
     def close(self, clean: bool = True) -> None:

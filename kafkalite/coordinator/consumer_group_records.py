@@ -51,18 +51,22 @@ def key(kind: int, group_id: str, member_id: str | None = None) -> bytes:
     return out + _kstr(member_id) if member_id is not None else out
 
 
-def parse_key(buf: bytes) -> tuple[int, str, str | None]:
-    """(kind, group id, member id or None); ValueError for other key versions."""
+def parse_key(buf: bytes, kinds: frozenset[int] = KINDS,
+              member_kinds: tuple[int, ...] = (MEMBER, TARGET_MEMBER, CURRENT)
+              ) -> tuple[int, str, str | None]:
+    """(kind, group id, member id or None); ValueError for key versions not in `kinds`
+    (share groups' records have the same key layout, with their own versions)."""
     kind = _H.unpack_from(buf, 0)[0]
-    if kind not in KINDS:
-        raise ValueError(f"not a consumer group key: version {kind}")
+    if kind not in kinds:
+        raise ValueError(f"not a {'consumer' if kinds is KINDS else 'share'} group key: "
+                         f"version {kind}")
     pos = 2
     parts: list[str] = []
     while pos < len(buf) and len(parts) < 2:
         n = _H.unpack_from(buf, pos)[0]
         parts.append(buf[pos + 2:pos + 2 + n].decode())
         pos += 2 + n
-    member = parts[1] if kind in (MEMBER, TARGET_MEMBER, CURRENT) else None
+    member = parts[1] if kind in member_kinds else None
     return kind, parts[0], member
 
 
@@ -180,9 +184,12 @@ def parse_epoch(buf: bytes) -> int:
     return _Reader(buf).fixed(_I)
 
 
-def parse_partitions(buf: bytes, names: Names) -> dict[str, int]:
+def parse_partitions(buf: bytes, names: Names, epoch: bool = True) -> dict[str, int]:
+    """Topic name -> partition count of a key 4 value (or, with epoch=False, of a share
+    group's key 9 value: the same topics array, no epoch before it)."""
     r = _Reader(buf)
-    r.fixed(_I)
+    if epoch:
+        r.fixed(_I)
     out = {}
     for _ in range(r.uvarint() - 1):
         tid, _name, n = r.uuid(), r.str(), r.fixed(_I)

@@ -105,11 +105,14 @@ class ConsumerGroupStore:
 class ConsumerGroupLoader:
     """Collects the KIP-848 records of the replay; restore() rebuilds the groups."""
 
+    kind = "consumer"
+    parse_key = staticmethod(R.parse_key)
+
     def __init__(self) -> None:
         self.records: dict[str, dict[bytes, bytes]] = {}
 
     def apply(self, key: bytes, value: bytes | None) -> None:
-        _, gid, _ = R.parse_key(key)
+        _, gid, _ = self.parse_key(key)
         if value is None:
             self.records.get(gid, {}).pop(key, None)
         else:
@@ -123,8 +126,8 @@ class ConsumerGroupLoader:
             try:
                 group = self._group(gid, records, names)
             except (ValueError, IndexError, UnicodeDecodeError) as e:
-                log.warning("Skipping consumer group %s, its records are unreadable: %s",
-                            gid, e)
+                log.warning("Skipping %s group %s, its records are unreadable: %s",
+                            self.kind, gid, e)
                 continue
             if group is not None:
                 groups[gid] = group

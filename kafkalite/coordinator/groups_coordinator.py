@@ -9,7 +9,9 @@
 # type), and its former members' next request gets UNKNOWN_MEMBER_ID, so they rejoin.
 # groups_membership.py has the rebalance protocol, offsets.py the offset operations, and
 # groups_registry.py what they share (the groups, the settings, the clock); none of them
-# imports this module.
+# imports this module. KIP-932 share groups' records (key versions 9-14) are collected by the
+# replay and handed to the share coordinator (ShareCoordinator.attach_offsets) at its end;
+# groups_compaction.py rewrites partitions of the topic down to their live records.
 #
 # Time is the injected clock's: member, join and sync timers run on its monotonic reading
 # (each at its own deadline), so a step of the wall clock expires nobody. tick() only runs
@@ -31,14 +33,15 @@ from .consumer_group_coordinator import ConsumerGroupCoordinator
 from .consumer_group_records import KINDS as CONSUMER_KEYS
 from .consumer_group_store import ConsumerGroupLoader
 from .groups import CommittedOffset, Group, GroupState, SyncResult
+from .groups_compaction import compact
 from .groups_join import done_future
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
 from .offsets import TP, OffsetManager
-from .offsets_log import TOPIC, OffsetsLog, Record, Replayed
-from .offsets_records import (GroupValue, group_key, group_value, offset_key, offset_value,
-                              parse_group_value, parse_key, parse_offset_value)
+from .offsets_log import TOPIC, OffsetsLog, Replayed
+from .offsets_records import GroupValue, parse_group_value, parse_key, parse_offset_value
 from .offsets_txn import TxnOffsets, merge_committed
+from .share_group_records import KINDS as SHARE_KEYS, ShareGroupLoader
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -66,6 +69,11 @@ class GroupCoordinator(GroupRegistry):
         self.consumer_coordinator = ConsumerGroupCoordinator(
             self, config,
             lambda: {n: (len(t.partitions), t.internal) for n, t in logs.topics.items()})
+        # KIP-932 groups' records, replayed here for the share coordinator
+        # (ShareCoordinator.attach_offsets sets the two hooks).
+        self.share_records = ShareGroupLoader()
+        self.on_share_loaded: Callable[[ShareGroupLoader], None] | None = None
+        self.share_groups: Callable[[], Any] = lambda: ()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -250,40 +258,8 @@ class GroupCoordinator(GroupRegistry):
         else:
             self.offsets.remove_topic(topic)
 
-    # --- compaction -----------------------------------------------------------------------
-
     def compact(self, now_ms: int) -> None:
-        candidates = self.store.compaction_candidates()
-        if not candidates:
-            return
-        by_partition: dict[int, list[Group]] = {p: [] for p in candidates}
-        for g in self.groups.values():
-            p = self.store.partition_for(g.group_id)
-            if p in by_partition:
-                by_partition[p].append(g)
-        consumer: dict[int, list[Record]] = {}  # KIP-848 groups: the records they wrote
-        for cg in self.consumer_groups.values():
-            consumer.setdefault(self.store.partition_for(cg.group_id), []).extend(
-                cg.written.items())
-        for p, groups in by_partition.items():
-            if any(g.pending_txn for g in groups):
-                continue  # the snapshot would drop the open transaction's records
-            live = sum(len(g.offsets) + 1 for g in groups) + len(consumer.get(p, ()))
-            if not self.store.needs_compaction(p, live):
-                continue
-            records: list[Record] = list(consumer.get(p, ()))
-            for g in groups:
-                if g.generation > 0 or g.protocol_type is not None:
-                    stable = {m.member_id: m.assignment for m in g.members.values()} \
-                        if g.is_(S.STABLE) else None
-                    records.append((group_key(g.group_id),
-                                    group_value(self.group_value(g, stable))))
-                records += [(offset_key(g.group_id, t, part), offset_value(o))
-                            for (t, part), o in g.offsets.items()]
-            try:
-                self.store.compact(p, records, now_ms)
-            except (OSError, ValueError) as e:
-                log.warning("Compaction of partition %d of the offsets topic failed: %s", p, e)
+        compact(self, now_ms)
 
 
 class _Loader:
@@ -307,8 +283,10 @@ class _Loader:
             self.settle(rec.producer_id, rec.marker)
             return
         try:
-            if rec.key is not None and int.from_bytes(rec.key[:2], "big") in CONSUMER_KEYS:
-                self.consumer.apply(rec.key, rec.value)
+            kind = int.from_bytes(rec.key[:2], "big") if rec.key is not None else -1
+            if kind in CONSUMER_KEYS or kind in SHARE_KEYS:
+                loader = self.consumer if kind in CONSUMER_KEYS else self.coord.share_records
+                loader.apply(rec.key, rec.value)  # type: ignore[arg-type]
                 return
             kind, group_id, topic, partition = parse_key(rec.key)  # type: ignore[arg-type]
             if kind == "offset":
@@ -386,6 +364,8 @@ class _Loader:
         n_members = self.consumer.restore(c.consumer_groups, c.store.logs)
         c.consumer_coordinator.arm_restored()
         c.loading = False
+        if c.on_share_loaded is not None:
+            c.on_share_loaded(c.share_records)
         for topic in c._deleted_while_loading:
             c.offsets.remove_topic(topic)
         c._deleted_while_loading.clear()

@@ -13,6 +13,11 @@
 # partitions as members; otherwise every member gets one partition, partitions being shared
 # (member i reads partition i mod P). Sessions expire after group.share.session.timeout.ms
 # on the injected clock.
+#
+# Membership is persisted in __consumer_offsets (share_group_records.py): `on_change(group,
+# member id or None)` runs after each change, and a restart hands the replayed groups back
+# (their members keep ids, epochs and assignments); arm_restored() then starts every
+# restored member's session, so a member that never returns is fenced on its timeout.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,6 +38,7 @@ class ShareGroupError(Exception):
 class ShareMember:
     member_id: str
     epoch: int = 0
+    previous_epoch: int = -1
     topics: tuple[str, ...] = ()
     rack: str | None = None
     client_id: str = ""
@@ -49,6 +55,9 @@ class ShareGroup:
     # Partition counts of the subscribed topics when the assignment was computed.
     topic_sizes: dict[str, int] = field(default_factory=dict)
     target: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    # The records last written for this group, by key, and the members they cover.
+    written: dict[bytes, bytes] = field(default_factory=dict)
+    written_members: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> str:
@@ -90,6 +99,7 @@ class ShareGroups:
         self.settings = settings
         self.max_size = max_size
         self.on_member_gone = on_member_gone
+        self.on_change: Callable[[ShareGroup, str | None], Any] | None = None
         self.groups: dict[str, ShareGroup] = {}
 
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int,
@@ -133,9 +143,11 @@ class ShareGroups:
         if topics is not None and tuple(sorted(set(topics))) != member.topics:
             member.topics = tuple(sorted(set(topics)))
             changed = True
-        if rack is not None:
-            member.rack = rack
-        member.client_id, member.client_host = client_id, client_host
+        if rack is not None and rack != member.rack:
+            member.rack, changed = rack, True
+        if (client_id, client_host) != (member.client_id, member.client_host):
+            member.client_id, member.client_host = client_id, client_host
+            changed = True
         sizes = {t: n for t in group.subscribed()
                  if (n := self.partitions_of(t)) is not None}
         if changed or sizes != group.topic_sizes:
@@ -144,8 +156,10 @@ class ShareGroups:
         # of a new group epoch at their next one, never fenced for not knowing it yet.
         moved = member.epoch != group.epoch
         if moved:
-            member.epoch = group.epoch
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
             member.assignment = group.target.get(member_id, {})
+        if (changed or moved) and self.on_change is not None:
+            self.on_change(group, member_id)
         self._arm(group, member)
         return member, member_epoch == 0 or moved
 
@@ -171,12 +185,23 @@ class ShareGroups:
         sizes = {t: n for t in group.subscribed()
                  if (n := self.partitions_of(t)) is not None}
         self._rebalance(group, sizes)
+        if self.on_change is not None:
+            self.on_change(group, None)
         if self.on_member_gone is not None:
             self.on_member_gone(group.group_id, member_id)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members
+
+    def arm_restored(self) -> int:
+        """Start the session of every member replayed at start; how many there are."""
+        n = 0
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._arm(group, member)
+                n += 1
+        return n
 
     def close(self) -> None:
         for group in self.groups.values():

@@ -15,6 +15,9 @@
 # share-partition that changed is written at the next persist(); the handlers await
 # it before answering an acknowledgement, so an acknowledged record never comes back after
 # a crash, and an unacknowledged one is at worst redelivered (locks are not persisted).
+# Membership (groups, members, epochs, assignments) is the group coordinator's: kept in
+# __consumer_offsets (share_group_records.py) and replayed with it; attach_offsets() hands
+# the replayed groups over once that load is done (`loading` until then).
 from __future__ import annotations
 
 import asyncio
@@ -24,6 +27,7 @@ from typing import Any, Callable
 from ..clock import Clock
 from ..wire.errors import ErrorCode as E
 from .share_group import ShareGroups
+from .share_group_records import ShareGroupLoader, ShareGroupStore
 from .share_partition import SharePartition
 from .share_sessions import ShareSessions
 from .share_store import PKey, ShareStore
@@ -39,7 +43,9 @@ class ShareCoordinator:
                  offsets: Callable[[str, int], tuple[int, int] | None],
                  partitions_of: Callable[[str], int | None], store: ShareStore | None = None):
         self.store = store
-        self.loading = False
+        self._state_loading = False
+        self._members_loading = False
+        self.member_store: ShareGroupStore | None = None
         self.loaded = asyncio.Event()
         self._load_task: asyncio.Task | None = None
         self.dirty: dict[PKey, SharePartition] = {}
@@ -56,9 +62,10 @@ class ShareCoordinator:
     def open(self) -> None:
         """Replay __share_group_state (nothing to do before its first use)."""
         if self.store is None or self.store.log.topic() is None:
-            self.loaded.set()
+            if not self.loading:
+                self.loaded.set()
             return
-        self.loading = True
+        self._state_loading = True
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -78,14 +85,42 @@ class ShareCoordinator:
             log.exception("Loading __share_group_state failed; serving what was read")
         self._finish_load()
 
+    @property
+    def loading(self) -> bool:
+        return self._state_loading or self._members_loading
+
     def _finish_load(self) -> None:
-        self.loading = False
+        self._state_loading = False
         if self.store is not None:  # topics deleted while the replay ran
             self.store.drop_stale()
-        self.loaded.set()
+        if not self.loading:
+            self.loaded.set()
         log.info("Loaded %d share-partitions from __share_group_state (%d records)",
                  len(self.store.state) if self.store else 0,
                  self.store.replayed if self.store else 0)
+
+    def attach_offsets(self, gc: Any) -> None:
+        """Keep membership in the group coordinator `gc`'s __consumer_offsets: written on
+        each change, restored from its replay (now if that is done, else when it is)."""
+        self.member_store = ShareGroupStore(gc.store, self.clock.wall_ms)
+        self.groups.on_change = self.member_store.sync
+        gc.share_groups = lambda: self.groups.groups.values()  # live records for compaction
+        if gc.loading:
+            self._members_loading = True
+            self.loaded.clear()
+            gc.on_share_loaded = self.restore_members
+        else:
+            self.restore_members(gc.share_records)
+
+    def restore_members(self, loader: ShareGroupLoader) -> None:
+        n = loader.restore(self.groups.groups, self.member_store.store.logs
+                           if self.member_store and self.member_store.store else None)
+        self.groups.arm_restored()
+        self._members_loading = False
+        if not self.loading:
+            self.loaded.set()
+        log.info("Restored %d share groups (%d members) from the offsets topic",
+                 len(self.groups.groups), n)
 
     def _member_settings(self, group_id: str) -> tuple[int, int]:
         return (int(self.group_config(group_id, "share.session.timeout.ms")),
@@ -174,7 +209,9 @@ class ShareCoordinator:
             return E.group_id_not_found
         if not self.is_empty(group_id):
             return E.non_empty_group
-        self.groups.groups.pop(group_id, None)
+        group = self.groups.groups.pop(group_id, None)
+        if group is not None and self.member_store is not None:
+            self.member_store.delete(group)
         await self.delete_state(lambda k: k[0] == group_id)
         return E.none
 

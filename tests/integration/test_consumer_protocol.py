@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
 
 from kafkalite.testing import BrokerProcess  # noqa: E402
@@ -117,7 +117,26 @@ class Tracker:
             return
         self.seen.append(msg.value().decode())
         if commit:  # commit-after-process
-            self.c.commit(message=msg, asynchronous=False)
+            commit_sync(self.c, msg)
+
+
+def commit_sync(c: Consumer, msg, timeout: float = 10.0) -> None:
+    """Commits past `msg`, retrying STALE_MEMBER_EPOCH as an application must: Kafka 4.x
+    checks a consumer-protocol member's commit against its current epoch exactly
+    (ConsumerGroup.validateOffsetCommit), so a commit sent while a heartbeat bumps the epoch
+    fails, and librdkafka 2.16 does not retry a manual commit on that error (it only
+    expedites the heartbeat that brings the new epoch). Retrying before the next poll() keeps
+    the partition: its revocation is acknowledged only after poll() runs on_revoke."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            c.commit(message=msg, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.STALE_MEMBER_EPOCH or \
+                    time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def poll_until(trackers: list[Tracker], done, timeout: float = 60.0) -> None:

@@ -21,7 +21,8 @@ from collections import Counter, defaultdict
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.testing import BrokerProcess
-from tests.integration.test_consumer_protocol import GROUP_SETTINGS, consumer, create_topic
+from tests.integration.test_consumer_protocol import (GROUP_SETTINGS, commit_sync, consumer,
+                                                      create_topic)
 
 LONG = os.environ.get("KAFKALITE_LONG") == "1"
 PARTITIONS = 6
@@ -41,7 +42,7 @@ def worker(bootstrap: str, group: str, topic: str, name: str, path: str, stop) -
         if msg is None or msg.error():
             continue
         put("seen", msg.value().decode(), msg.partition(), msg.offset())
-        c.commit(message=msg, asynchronous=False)
+        commit_sync(c, msg)
         put("committed", msg.value().decode(), msg.partition(), msg.offset())
     c.close()
 

@@ -21,10 +21,14 @@ ACCEPT, RELEASE, REJECT = (ck.AcknowledgeType.ACCEPT, ck.AcknowledgeType.RELEASE
 
 @pytest.fixture
 def share_broker():
+    yield from running_broker({"group.share.delivery.count.limit": "3"})
+
+
+def running_broker(settings: dict[str, str]):
+    """A broker of its own with short share locks and heartbeats, and `settings`."""
     b = BrokerProcess(settings={"group.share.record.lock.duration.ms": "2000",
                                 "group.share.min.record.lock.duration.ms": "1000",
-                                "group.share.delivery.count.limit": "3",
-                                "group.share.heartbeat.interval.ms": "500"}).start()
+                                "group.share.heartbeat.interval.ms": "500", **settings}).start()
     yield b
     b.stop()
     b.cleanup()
