@@ -70,3 +70,4 @@ def _(s: Side, v: int) -> Any:
     return txn_ready(s).call(27, v, {"markers": [{
         "producer_id": UNKNOWN_PID, "producer_epoch": 0, "transaction_result": False,
         "coordinator_epoch": -1, "topics": [{"name": DATA_TOPIC, "partition_indexes": [99]}]}]})
+
