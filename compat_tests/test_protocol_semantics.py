@@ -66,12 +66,24 @@ def test_fetch_returns_oversized_first_batch(target, ctx, topic):
 
 
 def test_waiting_fetch_completes_on_produce(target, ctx, topic):
+    # A loaded Kafka may not lead a just-created topic yet and answers a fetch at once with
+    # NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_ID: wait (bounded) until it serves the partition,
+    # so that the fetch below parks instead of failing fast.
+    deadline = time.monotonic() + 15
+    while True:
+        with target.conn() as c:
+            probe = c.call(1, target.version(1),
+                           fetch_fields(topic, ctx.topic_id(topic), 0, max_wait=0))
+        if probe.responses[0].partitions[0].error_code == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     fields = fetch_fields(topic, ctx.topic_id(topic), 0, max_wait=30_000)
     with target.conn() as waiting:  # its 15 s read timeout is well under max_wait
         waiting.send(1, target.version(1), fields)
         time.sleep(0.3)  # let the fetch park (a fetch sent after the produce would pass anyway)
         assert produce(target, topic, batch([(None, b"wake", [])])).error_code == 0
         part = waiting.recv().responses[0].partitions[0]
+    assert part.error_code == 0, part
     assert [r.value for r in decode_records(part.records)] == [b"wake"]
 
 
