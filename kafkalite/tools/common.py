@@ -279,11 +279,12 @@ def security_settings(path: str | None) -> dict[str, Any]:
 
 def open_admin(args: argparse.Namespace):
     """A connected KafkaAdminClient, or CliError within --timeout."""
+    settings = client_settings(args)  # a bad --command-config is told before connecting
     check_reachable(args.bootstrap_server, args.timeout / 1000)
     from kafka.admin import KafkaAdminClient
     import kafka.errors as Errors
     try:
-        return KafkaAdminClient(**client_settings(args))
+        return KafkaAdminClient(**settings)
     except Errors.KafkaTimeoutError:
         raise no_answer(args.bootstrap_server, args.timeout) from None
 
