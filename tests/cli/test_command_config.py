@@ -72,7 +72,7 @@ def test_acls_and_topics_over_sasl_ssl(broker, tmp_path):  # noqa: F811
     assert_one_error_line(r, 1, "CLUSTER_AUTHORIZATION_FAILED")
 
 
-def test_without_the_config_or_with_a_wrong_password_nothing_is_listed(broker, tmp_path):  # noqa: F811,E501
+def test_without_the_config_or_with_a_wrong_password_no_answer(broker, tmp_path):  # noqa: F811
     r = run_cli("topics", "list", "--bootstrap-server", broker.bootstrap, "--timeout", "3000")
     assert r.code == 1 and len(r.err.strip().splitlines()) == 1, r.err
     bad = tmp_path / "bad.properties"

@@ -30,12 +30,13 @@ _L = "listener.name.sasl_ssl."
 
 def security_settings(pki, plain: int, sasl: int, kafka: bool) -> dict[str, str]:
     """One set of Kafka properties for both brokers (Kafka adds its controller listener)."""
-    controller = f",CONTROLLER://127.0.0.1:{plain + 1}" if kafka else ""
+    served = {"PLAINTEXT": plain, "SASL_SSL": sasl}
+    own = {**served, "CONTROLLER": plain + 1} if kafka else served
     return {
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl}{controller}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": ("CONTROLLER:PLAINTEXT," if kafka else "")
-        + "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in own.items()),
+        "advertised.listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in served.items()),
+        "listener.security.protocol.map": ",".join(
+            f"{name}:{'PLAINTEXT' if name == 'CONTROLLER' else name}" for name in own),
         "ssl.keystore.type": "PEM", "ssl.keystore.location": pki.server_keystore,
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
         _L + "plain.sasl.jaas.config":
@@ -193,7 +194,7 @@ def test_alice_writes_through_a_prefixed_acl_and_bob_reads_with_a_group(broker):
     # A DENY for bob's host wins over his ALLOW.
     broker.acl(("bob", ResourceType.TOPIC, topic, ResourcePatternType.LITERAL,
                 AclOperation.READ, AclPermissionType.DENY, "127.0.0.1"))
-    _, err = eventually(lambda: _consume(broker, "bob", topic, f"{group}", 1),
+    _, err = eventually(lambda: _consume(broker, "bob", topic, group, 1),
                         lambda r: r[1] is not None, timeout=30)
     assert _code(err) == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
 
