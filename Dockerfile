@@ -14,6 +14,12 @@
 #   -e KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092,SSL://0.0.0.0:9093
 #   -e KAFKALITE_SSL_KEYSTORE_TYPE=PEM -e KAFKALITE_SSL_KEYSTORE_LOCATION=/certs/keystore.pem
 # (per listener: KAFKALITE_LISTENER_NAME_SSL_SSL_CLIENT_AUTH=required); README "TLS".
+# SASL and ACLs: -e KAFKALITE_SASL_SCRAM_USERS=admin:admin-secret (SCRAM-SHA-256/512 users made
+# at start; KAFKALITE_SASL_PLAIN_USERS for PLAIN), KAFKALITE_SASL_ENABLED_MECHANISMS,
+# KAFKALITE_AUTHORIZER_CLASS_NAME=org.apache.kafka.metadata.authorizer.StandardAuthorizer,
+# KAFKALITE_SUPER_USERS=User:admin; per-mechanism JAAS configs in a mounted server.properties
+# (`serve --config`). The HEALTHCHECK does not log in: keep a PLAINTEXT listener on 127.0.0.1
+# first in KAFKALITE_LISTENERS. README "Security".
 # Data lives in the volume /var/lib/kafkalite, owned by the non-root user kafkalite
 # (uid/gid 10001: chown a host directory to 10001 before bind-mounting it).
 #

@@ -5,7 +5,7 @@
 # --resource-pattern-type, --allow-principal/--deny-principal with --allow-host/--deny-host,
 # --operation (repeatable), LITERAL patterns unless told. For list and delete an option
 # left out matches anything.
-# No --command-config yet: the CLI has no client security settings until SASL/TLS land.
+# --command-config (common.py) logs in to a SASL or TLS listener, as kafka-acls.sh's does.
 from __future__ import annotations
 
 import argparse

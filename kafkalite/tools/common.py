@@ -78,11 +78,18 @@ def check_code(code: int, message: str | None = None) -> None:
 
 
 def add_common(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts",
-               timeout_default: int = 10000, timeout_help: str | None = None) -> None:
-    """--bootstrap-server, --timeout and --json; a custom timeout_help lets --timeout be 0."""
+               timeout_default: int = 10000, timeout_help: str | None = None,
+               command_config: bool = True) -> None:
+    """--bootstrap-server, --timeout, --json and (for commands that connect with kafka-python)
+    --command-config; a custom timeout_help lets --timeout be 0."""
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                         help=f"broker(s) to connect to, comma-separated "
                              f"(default {DEFAULT_BOOTSTRAP})")
+    if command_config:
+        parser.add_argument("--command-config", metavar="FILE",
+                            help="Kafka client properties (security.protocol, sasl.mechanism, "
+                                 "sasl.jaas.config, ssl.truststore.location, ...), as "
+                                 "kafka-topics.sh --command-config takes them")
     parser.add_argument("--timeout", type=non_negative_int if timeout_help else positive_int,
                         default=timeout_default, metavar="MS",
                         help=(timeout_help or "connect and request timeout in milliseconds")
@@ -194,16 +201,90 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         "request_timeout_ms": args.timeout,
         "bootstrap_timeout_ms": args.timeout,
         "reconnect_backoff_max_ms": 1000,
+        **security_settings(getattr(args, "command_config", None)),
     }
+
+
+def read_client_properties(path: str) -> dict[str, str]:
+    """A Java .properties file as Kafka's tools read one: comments, `=` or `:`, and lines
+    continued by a trailing backslash (a sasl.jaas.config is often split so)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise CliError(f"--command-config {path}: {e.strerror or e}", exit_code=2) from None
+    out: dict[str, str] = {}
+    logical = ""
+    for line in lines:
+        s = line.strip() if not logical else line.lstrip()
+        if not logical and (not s or s[0] in "#!"):
+            continue
+        if (len(s) - len(s.rstrip("\\"))) % 2:  # an odd number escapes the line end
+            logical += s[:-1]
+            continue
+        logical += s
+        cut = min((i for i in (logical.find("="), logical.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            raise CliError(f"--command-config {path}: cannot parse {logical!r}", exit_code=2)
+        out[logical[:cut].strip()] = logical[cut + 1:].strip()
+        logical = ""
+    return out
+
+
+def _pem_only(props: dict[str, str], kind: str) -> None:
+    store_type = props.get(f"ssl.{kind}.type", "PEM").upper()
+    if store_type != "PEM":
+        raise CliError(f"ssl.{kind}.type={store_type}: only PEM files can be read (convert "
+                       "with keytool and openssl, see the README)", exit_code=2)
+
+
+def security_settings(path: str | None) -> dict[str, Any]:
+    """kafka-python settings for a Kafka client properties file (--command-config): the
+    security protocol, SASL PLAIN/SCRAM with the JAAS config's username and password, and PEM
+    trust and key stores. librdkafka's names (sasl.username, ssl.ca.location, ...) also do."""
+    if not path:
+        return {}
+    from ..security.sasl import parse_jaas
+    props = read_client_properties(path)
+    out: dict[str, Any] = {}
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    out["security_protocol"] = protocol
+    if protocol.startswith("SASL_"):
+        out["sasl_mechanism"] = props.get("sasl.mechanism", "GSSAPI").upper()
+        jaas = parse_jaas(props.get("sasl.jaas.config"))
+        user = jaas.get("username", props.get("sasl.username"))
+        if user is not None:
+            out["sasl_plain_username"] = user
+            out["sasl_plain_password"] = jaas.get("password", props.get("sasl.password", ""))
+    if "ssl.truststore.location" in props:
+        _pem_only(props, "truststore")
+        out["ssl_cafile"] = props["ssl.truststore.location"]
+    elif "ssl.ca.location" in props:
+        out["ssl_cafile"] = props["ssl.ca.location"]
+    if "ssl.keystore.location" in props:
+        _pem_only(props, "keystore")
+        # Kafka's PEM keystore is the key and its chain in one file: ssl's load_cert_chain
+        # reads both from it.
+        out["ssl_certfile"] = out["ssl_keyfile"] = props["ssl.keystore.location"]
+    elif "ssl.certificate.location" in props:
+        out["ssl_certfile"] = props["ssl.certificate.location"]
+        out["ssl_keyfile"] = props.get("ssl.key.location")
+    password = props.get("ssl.key.password")
+    if password:
+        out["ssl_password"] = password
+    if props.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
+        out["ssl_check_hostname"] = False
+    return out
 
 
 def open_admin(args: argparse.Namespace):
     """A connected KafkaAdminClient, or CliError within --timeout."""
+    settings = client_settings(args)  # a bad --command-config is told before connecting
     check_reachable(args.bootstrap_server, args.timeout / 1000)
     from kafka.admin import KafkaAdminClient
     import kafka.errors as Errors
     try:
-        return KafkaAdminClient(**client_settings(args))
+        return KafkaAdminClient(**settings)
     except Errors.KafkaTimeoutError:
         raise no_answer(args.bootstrap_server, args.timeout) from None
 

@@ -31,7 +31,7 @@ _HEADER = struct.Struct(">hhih")
 
 def register(sub: argparse._SubParsersAction) -> None:
     add_command(sub, "health", _health, "exit 0 if the broker answers ApiVersions and Metadata",
-                timeout_default=5000)
+                timeout_default=5000, command_config=False)
 
 
 class _Connection:

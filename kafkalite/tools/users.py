@@ -1,15 +1,14 @@
 # `kafkalite users list|add|delete`: SCRAM users, as `kafka-configs.sh --entity-type users
 # --alter --add-config 'SCRAM-SHA-256=[iterations=4096,password=...]'` does it, over the
 # public protocol (DescribeUserScramCredentials, AlterUserScramCredentials: the client salts
-# and hashes the password, the broker never sees it). `--command-config` takes a Kafka client
-# properties file (security.protocol, sasl.mechanism, sasl.jaas.config with username and
-# password), as Kafka's tools do, so the command can log in to a SASL listener.
+# and hashes the password, the broker never sees it). `--command-config` (common.py, as every
+# command's) logs in to a SASL or TLS listener.
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from .common import CliError, add_command, client_settings, describe_exception, open_admin
+from .common import CliError, add_command, describe_exception, open_admin
 from .output import emit_json, table
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -34,39 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _common(s: argparse.ArgumentParser) -> None:
     s.add_argument("--mechanism", action="append", choices=MECHANISMS, default=[],
                    help="SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable; default both)")
-    s.add_argument("--command-config", metavar="FILE",
-                   help="client properties (security.protocol, sasl.mechanism, "
-                        "sasl.jaas.config), as Kafka's tools take them")
 
-
-def sasl_settings(path: str | None) -> dict[str, Any]:
-    """kafka-python settings for a Kafka client properties file."""
-    if not path:
-        return {}
-    from ..config import read_properties
-    from ..security.sasl import parse_jaas
-    props = read_properties(path)
-    out: dict[str, Any] = {}
-    if "security.protocol" in props:
-        out["security_protocol"] = props["security.protocol"]
-    if "sasl.mechanism" in props:
-        out["sasl_mechanism"] = props["sasl.mechanism"]
-    jaas = parse_jaas(props.get("sasl.jaas.config"))
-    if "username" in jaas:
-        out["sasl_plain_username"] = jaas["username"]
-        out["sasl_plain_password"] = jaas.get("password", "")
-    for key in ("ssl.truststore.location", "ssl.ca.location"):
-        if key in props:
-            out["ssl_cafile"] = props[key]
-    return out
-
-
-def _admin(args: argparse.Namespace):
-    extra = sasl_settings(args.command_config)
-    if not extra:
-        return open_admin(args)
-    from kafka.admin import KafkaAdminClient
-    return KafkaAdminClient(**client_settings(args), **extra)
 
 
 def _mechanisms(args: argparse.Namespace):
@@ -75,7 +42,7 @@ def _mechanisms(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace, fn):
-    admin = _admin(args)
+    admin = open_admin(args)
     try:
         return fn(admin)
     except CliError:
