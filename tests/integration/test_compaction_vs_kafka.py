@@ -56,33 +56,36 @@ def produce(bootstrap: str, topic: str, rounds: range, roll: bytes) -> list[Rec]
     return sorted(acked)
 
 
-def read_all(bootstrap: str, topic: str) -> list[Rec]:
+def read_all(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list[Rec]:
+    """Every record a consumer from the beginning reads, up to the high watermark."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "isolation.level": isolation})
     try:
-        _low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        tp = TopicPartition(topic, 0)
+        _low, high = c.get_watermark_offsets(tp, timeout=10)
         c.assign([TopicPartition(topic, 0, 0)])
         out: list[Rec] = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             m = c.poll(0.5)
-            if m is None or m.error():
-                continue
-            out.append((m.offset(), m.key(), m.value()))
-            if m.offset() >= high - 1:
+            if m is not None and not m.error():
+                out.append((m.offset(), m.key(), m.value()))
+            if c.position([tp])[0].offset >= high:  # markers are never delivered
                 break
         return out
     finally:
         c.close()
 
 
-def poll_until(bootstrap: str, topic: str, done, timeout: float) -> list[Rec]:
+def poll_until(bootstrap: str, topic: str, done, timeout: float,
+               isolation: str = "read_uncommitted") -> list[Rec]:
     """Read from the beginning again and again (bounded) until `done(records)`."""
     deadline = time.monotonic() + timeout
-    got = read_all(bootstrap, topic)
+    got = read_all(bootstrap, topic, isolation)
     while not done(got) and time.monotonic() < deadline:
         time.sleep(0.5)
-        got = read_all(bootstrap, topic)
+        got = read_all(bootstrap, topic, isolation)
     return got
 
 
