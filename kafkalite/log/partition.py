@@ -4,7 +4,8 @@
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 #
-# Deletion (retention, DeleteRecords) is retention.py's, and transactions (the LSO, `.txnindex` lookups) are txnlog.py's, which this class inherits.
+# Deletion (retention, DeleteRecords) is retention.py's and transactions (the LSO,
+# `.txnindex` lookups) are txnlog.py's: this class inherits both.
 #
 # Nothing here waits for the disk on the event loop's thread while the broker serves:
 # fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
@@ -16,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import time
 from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_heade
                             with_log_append_time)
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from . import partition_lookup
-from .flusher import PartitionFlusher, open_dir, wait_durable
+from .flusher import PartitionFlusher, open_dir
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
 from .read_positions import LOG_OVERHEAD, ReadPositions, first_batch_size
