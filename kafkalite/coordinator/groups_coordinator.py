@@ -14,7 +14,8 @@
 # Time is the injected clock's: member, join and sync timers run on its monotonic reading
 # (each at its own deadline), so a step of the wall clock expires nobody. tick() only runs
 # what Kafka runs periodically: the offsets expiry check, every
-# offsets.retention.check.interval.ms of monotonic time, and compaction.
+# offsets.retention.check.interval.ms of monotonic time. Compaction of __consumer_offsets
+# is the log cleaner's, as for any compacted topic.
 #
 # Transactional offsets (offsets_txn.py) settle when the broker's marker writer calls
 # on_txn_marker for a partition of __consumer_offsets; markers met while loading are applied
@@ -35,9 +36,8 @@ from .groups_join import done_future
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
 from .offsets import TP, OffsetManager
-from .offsets_log import TOPIC, OffsetsLog, Record, Replayed
-from .offsets_records import (GroupValue, group_key, group_value, offset_key, offset_value,
-                              parse_group_value, parse_key, parse_offset_value)
+from .offsets_log import TOPIC, OffsetsLog, Replayed
+from .offsets_records import GroupValue, parse_group_value, parse_key, parse_offset_value
 from .offsets_txn import TxnOffsets, merge_committed
 
 log = logging.getLogger("kafkalite.coordinator")
@@ -52,7 +52,9 @@ class GroupCoordinator(GroupRegistry):
                  is_closing: Callable[[], bool] = lambda: False,
                  clock: Clock | None = None):
         store = OffsetsLog(logs, create_topic, config["offsets.topic.num.partitions"],
-                           on_append)
+                           on_append, topic_configs={
+                               "cleanup.policy": "compact",
+                               "segment.bytes": str(config["offsets.topic.segment.bytes"])})
         super().__init__(config, store, clock if clock is not None else SystemClock())
         self.is_closing = is_closing
         self.membership = Membership(self)
@@ -95,7 +97,6 @@ class GroupCoordinator(GroupRegistry):
         if self._next_expiry_check is None or mono >= self._next_expiry_check:
             self._next_expiry_check = mono + self.retention_check_ms
             self.offsets.expire(now_ms)
-        self.compact(now_ms)
 
     def close(self) -> None:
         if self._load_task is not None and not self._load_task.done():
@@ -249,41 +250,6 @@ class GroupCoordinator(GroupRegistry):
             self._deleted_while_loading.append(topic)
         else:
             self.offsets.remove_topic(topic)
-
-    # --- compaction -----------------------------------------------------------------------
-
-    def compact(self, now_ms: int) -> None:
-        candidates = self.store.compaction_candidates()
-        if not candidates:
-            return
-        by_partition: dict[int, list[Group]] = {p: [] for p in candidates}
-        for g in self.groups.values():
-            p = self.store.partition_for(g.group_id)
-            if p in by_partition:
-                by_partition[p].append(g)
-        consumer: dict[int, list[Record]] = {}  # KIP-848 groups: the records they wrote
-        for cg in self.consumer_groups.values():
-            consumer.setdefault(self.store.partition_for(cg.group_id), []).extend(
-                cg.written.items())
-        for p, groups in by_partition.items():
-            if any(g.pending_txn for g in groups):
-                continue  # the snapshot would drop the open transaction's records
-            live = sum(len(g.offsets) + 1 for g in groups) + len(consumer.get(p, ()))
-            if not self.store.needs_compaction(p, live):
-                continue
-            records: list[Record] = list(consumer.get(p, ()))
-            for g in groups:
-                if g.generation > 0 or g.protocol_type is not None:
-                    stable = {m.member_id: m.assignment for m in g.members.values()} \
-                        if g.is_(S.STABLE) else None
-                    records.append((group_key(g.group_id),
-                                    group_value(self.group_value(g, stable))))
-                records += [(offset_key(g.group_id, t, part), offset_value(o))
-                            for (t, part), o in g.offsets.items()]
-            try:
-                self.store.compact(p, records, now_ms)
-            except (OSError, ValueError) as e:
-                log.warning("Compaction of partition %d of the offsets topic failed: %s", p, e)
 
 
 class _Loader:

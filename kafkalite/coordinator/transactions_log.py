@@ -6,8 +6,8 @@
 # is read too); an expired id is a tombstone. At start every partition is replayed, the last
 # record of each id winning.
 #
-# The topic machinery (creation on first use, appends, replay, compaction by re-appending the
-# live records) is the offsets log's, pointed at this topic.
+# The topic machinery (creation on first use, appends, replay) is the offsets log's, pointed
+# at this topic; the log cleaner compacts it as any compacted topic.
 from __future__ import annotations
 
 import struct
