@@ -15,12 +15,12 @@ import pytest
 from confluent_kafka import Producer
 from kafka.record.default_records import DefaultRecordBatch
 
-from kafkalite.testing import BrokerProcess
 from tests.helpers.kbatch import batch_headers, connect, fetch_raw
-from tests.helpers.real_kafka import create_topic, private_kafka
+from tests.helpers.real_kafka import create_topic
 from tests.integration.test_compaction_vs_kafka import (BROKER, DELETE_RETENTION_MS,
                                                         SEGMENT_MS, TOPIC_CONFIGS, Rec,
-                                                        latest_view, poll_until, read_all)
+                                                        latest_view, poll_until, read_all,
+                                                        run_on_both)
 
 KEYS = 40
 CONTROL_BIT = 0x20
@@ -122,16 +122,7 @@ def run(bootstrap: str) -> dict:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
-    out = {}
-    bp = BrokerProcess(data_dir=str(tmp_path_factory.mktemp("lite")), settings=BROKER)
-    bp.start()
-    try:
-        out["kafkalite"] = run(bp.bootstrap)
-    finally:
-        bp.cleanup()
-    with private_kafka(BROKER) as bootstrap:
-        out["kafka"] = run(bootstrap)
-    return out
+    return run_on_both(tmp_path_factory, run)
 
 
 @pytest.mark.parametrize("broker", ["kafkalite", "kafka"])

@@ -132,18 +132,24 @@ def check(result: dict) -> None:
     assert set(gone) <= set(produced) and len(gone) < offsets[-1] + 1  # offsets kept, gaps
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, dict]:
+def run_on_both(tmp_path_factory, workload) -> dict[str, dict]:
+    """workload(bootstrap) on a kafkalite and on a real Kafka of its own, one after the
+    other (the machine is small), both with BROKER's properties."""
     out = {}
     bp = BrokerProcess(data_dir=str(tmp_path_factory.mktemp("lite")), settings=BROKER)
     bp.start()
     try:
-        out["kafkalite"] = run(bp.bootstrap)
+        out["kafkalite"] = workload(bp.bootstrap)
     finally:
         bp.cleanup()
     with private_kafka(BROKER) as bootstrap:
-        out["kafka"] = run(bootstrap)
+        out["kafka"] = workload(bootstrap)
     return out
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, dict]:
+    return run_on_both(tmp_path_factory, run)
 
 
 @pytest.mark.parametrize("broker", ["kafkalite", "kafka"])
