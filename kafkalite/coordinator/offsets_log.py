@@ -18,8 +18,8 @@
 # marker writer. The batch opens the producer's transaction in the partition's producer state
 # (as Kafka's append does), so that the last stable offset holds the cleaner back from an
 # open transaction and an ABORT marker records the transaction in the `.txnindex` (which is
-# how the cleaner knows to remove its records). Replay hands both to the loader, which keeps a transaction's records pending
-# until its marker.
+# how the cleaner knows to remove its records). Replay hands both to the loader, which keeps
+# a transaction's records pending until its marker.
 from __future__ import annotations
 
 import logging
