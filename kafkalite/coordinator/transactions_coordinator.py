@@ -42,7 +42,8 @@ class TransactionCoordinator(TransactionQueries):
                  notify: Callable[[str, int], None] | None = None):
         self.clock = clock
         self.log = TransactionLog(logs, create_topic,
-                                  config["transaction.state.log.num.partitions"], notify)
+                                  config["transaction.state.log.num.partitions"], notify,
+                                  config["transaction.state.log.segment.bytes"])
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.abort_interval_ms = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]

@@ -3,6 +3,7 @@
 # committed offsets survive a clean and a hard restart, and an aborted transactional offset
 # commit neither comes back nor takes the offset committed before it with it (the cleaner
 # knows it was aborted from the .txnindex and never cleans past an open transaction).
+# __transaction_state too: a transactional id's state survives its cleaning and a restart.
 from __future__ import annotations
 
 import time
@@ -33,9 +34,9 @@ def broker(tmp_path):
         bp.cleanup()
 
 
-def offsets_records(bootstrap: str, partition: int) -> int:
-    """How many records a read of the offsets topic's partition from its start gives."""
-    tp = KTP(OFFSETS_TOPIC, partition)
+def offsets_records(bootstrap: str, partition: int, topic: str = OFFSETS_TOPIC) -> int:
+    """How many records a read of an internal topic's partition from its start gives."""
+    tp = KTP(topic, partition)
     c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
         c.assign([tp])
@@ -50,13 +51,17 @@ def offsets_records(bootstrap: str, partition: int) -> int:
         c.close()
 
 
-def wait_cleaned(bootstrap: str, partition: int, below: int) -> int:
+def wait_cleaned_topic(bootstrap: str, topic: str, partition: int, below: int) -> int:
     deadline = time.monotonic() + 60
-    n = offsets_records(bootstrap, partition)
+    n = offsets_records(bootstrap, partition, topic)
     while n >= below and time.monotonic() < deadline:
         time.sleep(0.5)
-        n = offsets_records(bootstrap, partition)
+        n = offsets_records(bootstrap, partition, topic)
     return n
+
+
+def wait_cleaned(bootstrap: str, partition: int, below: int) -> int:
+    return wait_cleaned_topic(bootstrap, OFFSETS_TOPIC, partition, below)
 
 
 def commit_many(bootstrap: str, group: str, topic: str, n: int) -> None:
@@ -113,3 +118,41 @@ def test_aborted_txn_offset_commit_cleaned_away_committed_offset_kept(broker):
     assert _fetch(broker.bootstrap, group) == expected
     broker.restart(hard=True)
     assert _fetch(broker.bootstrap, group) == expected
+
+
+def test_transaction_state_cleaned_and_transactional_id_survives_restart(tmp_path):
+    settings = {**SETTINGS, "transaction.state.log.segment.bytes": "4096"}
+    bp = BrokerProcess(data_dir=str(tmp_path / "data"), settings=settings)
+    bp.start()
+    try:
+        topic, txn_id = f"t-{uuid.uuid4().hex[:6]}", f"tx-{uuid.uuid4().hex[:6]}"
+        _create(bp.bootstrap, topic, 1)
+        p = Producer({"bootstrap.servers": bp.bootstrap, "transactional.id": txn_id})
+        p.init_transactions(30)
+        for i in range(150):  # each transaction writes its id's state 3 times
+            p.begin_transaction()
+            p.produce(topic, b"%d" % i, b"k", partition=0)
+            p.commit_transaction(30)
+        part = partition_for(txn_id, PARTITIONS)
+        assert wait_cleaned_topic(bp.bootstrap, "__transaction_state", part, 100) < 100
+        bp.restart(hard=True)
+        # the id's state is loaded from the cleaned log: a new producer fences the old one
+        # and its transactions commit
+        q = Producer({"bootstrap.servers": bp.bootstrap, "transactional.id": txn_id})
+        q.init_transactions(60)
+        q.begin_transaction()
+        q.produce(topic, b"after", b"k", partition=0)
+        q.commit_transaction(30)
+        c = Consumer({"bootstrap.servers": bp.bootstrap, "group.id": uuid.uuid4().hex,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        c.assign([CTP(topic, 0, 0)])
+        values = []
+        deadline = time.monotonic() + 30
+        while len(values) < 151 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                values.append(m.value())
+        c.close()
+        assert values == [b"%d" % i for i in range(150)] + [b"after"]
+    finally:
+        bp.cleanup()
