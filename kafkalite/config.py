@@ -127,6 +127,7 @@ BROKER_PROPS: list[Prop] = [
     Prop("num.io.threads", "int", 8, _at_least(1), read_only=False),
     Prop("offsets.topic.num.partitions", "int", 50, _at_least(1)),
     Prop("offsets.topic.replication.factor", "short", 1, _at_least(1)),
+    Prop("offsets.topic.segment.bytes", "int", 104857600, _at_least(1)),
     Prop("offsets.retention.minutes", "int", 10080, _at_least(1)),
     Prop("offsets.retention.check.interval.ms", "long", 600000, _at_least(1)),
     Prop("offset.metadata.max.bytes", "int", 4096),

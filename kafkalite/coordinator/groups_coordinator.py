@@ -10,13 +10,13 @@
 # groups_membership.py has the rebalance protocol, offsets.py the offset operations, and
 # groups_registry.py what they share (the groups, the settings, the clock); none of them
 # imports this module. KIP-932 share groups' records (key versions 9-14) are collected by the
-# replay and handed to the share coordinator (ShareCoordinator.attach_offsets) at its end;
-# groups_compaction.py rewrites partitions of the topic down to their live records.
+# replay and handed to the share coordinator (ShareCoordinator.attach_offsets) at its end.
 #
 # Time is the injected clock's: member, join and sync timers run on its monotonic reading
 # (each at its own deadline), so a step of the wall clock expires nobody. tick() only runs
 # what Kafka runs periodically: the offsets expiry check, every
-# offsets.retention.check.interval.ms of monotonic time, and compaction.
+# offsets.retention.check.interval.ms of monotonic time. Compaction of __consumer_offsets
+# is the log cleaner's, as for any compacted topic.
 #
 # Transactional offsets (offsets_txn.py) settle when the broker's marker writer calls
 # on_txn_marker for a partition of __consumer_offsets; markers met while loading are applied
@@ -33,7 +33,6 @@ from .consumer_group_coordinator import ConsumerGroupCoordinator
 from .consumer_group_records import KINDS as CONSUMER_KEYS
 from .consumer_group_store import ConsumerGroupLoader
 from .groups import CommittedOffset, Group, GroupState, SyncResult
-from .groups_compaction import compact
 from .groups_join import done_future
 from .groups_membership import Membership
 from .groups_registry import GroupRegistry
@@ -55,7 +54,9 @@ class GroupCoordinator(GroupRegistry):
                  is_closing: Callable[[], bool] = lambda: False,
                  clock: Clock | None = None):
         store = OffsetsLog(logs, create_topic, config["offsets.topic.num.partitions"],
-                           on_append)
+                           on_append, topic_configs={
+                               "cleanup.policy": "compact",
+                               "segment.bytes": str(config["offsets.topic.segment.bytes"])})
         super().__init__(config, store, clock if clock is not None else SystemClock())
         self.is_closing = is_closing
         self.membership = Membership(self)
@@ -103,7 +104,6 @@ class GroupCoordinator(GroupRegistry):
         if self._next_expiry_check is None or mono >= self._next_expiry_check:
             self._next_expiry_check = mono + self.retention_check_ms
             self.offsets.expire(now_ms)
-        self.compact(now_ms)
 
     def close(self) -> None:
         if self._load_task is not None and not self._load_task.done():
@@ -257,9 +257,6 @@ class GroupCoordinator(GroupRegistry):
             self._deleted_while_loading.append(topic)
         else:
             self.offsets.remove_topic(topic)
-
-    def compact(self, now_ms: int) -> None:
-        compact(self, now_ms)
 
 
 class _Loader:

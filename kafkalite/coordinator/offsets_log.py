@@ -8,18 +8,18 @@
 # topic exists, and matching Kafka keeps partitionFor identical), cleanup.policy=compact and
 # Kafka's offsets.topic.segment.bytes (100 MiB).
 #
-# Compaction: Kafka's log cleaner rewrites old segments keeping each key's latest record.
-# Here, when a partition has accumulated far more records than it has live keys, the live
-# state of its groups is appended again as a snapshot and the log start offset is moved to
-# the snapshot (DeleteRecords semantics): replay then starts there, superseded records and
-# tombstones are no longer read, and whole segments below it are deleted from disk as the
-# log rolls. So both replay time and disk use stay proportional to the live state.
+# Compaction is the log cleaner's (kafkalite/log/cleaner.py), as for any compacted topic:
+# it keeps each key's latest record below the active segment, tombstones until
+# delete.retention.ms, and never cleans past the last stable offset.
 #
 # Transactional offsets (TxnOffsetCommit) are written as a transactional batch (attributes
 # bit 4, the producer's id and epoch, base sequence 0, as Kafka's GroupMetadataManager
 # writes them); the COMMIT/ABORT control batch that ends the transaction is written by the
-# marker writer. Replay hands both to the loader, which keeps a transaction's records pending
-# until its marker.
+# marker writer. The batch opens the producer's transaction in the partition's producer state
+# (as Kafka's append does), so that the last stable offset holds the cleaner back from an
+# open transaction and an ABORT marker records the transaction in the `.txnindex` (which is
+# how the cleaner knows to remove its records). Replay hands both to the loader, which keeps
+# a transaction's records pending until its marker.
 from __future__ import annotations
 
 import logging
@@ -37,7 +37,6 @@ log = logging.getLogger("kafkalite.coordinator")
 TOPIC = "__consumer_offsets"
 SEGMENT_BYTES = 104857600  # Kafka's offsets.topic.segment.bytes default
 READ_CHUNK = 1 << 20
-MIN_RECORDS_BEFORE_COMPACTION = 1000
 Record = tuple[bytes, bytes | None]
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
@@ -95,7 +94,6 @@ class OffsetsLog:
             "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES)}
         self.configured_partitions = num_partitions
         self.on_append = on_append
-        self.appended: dict[int, int] = {}  # records written or replayed since the snapshot
 
     # --- topic ----------------------------------------------------------------------------
 
@@ -134,21 +132,24 @@ class OffsetsLog:
         return self.append_to(self.partition_for(group_id), records, now_ms)
 
     def append_to(self, partition: int, records: list[Record], now_ms: int) -> int:
-        return self._append(partition, build_batch(records, now_ms), len(records), now_ms)
+        return self._append(partition, build_batch(records, now_ms), now_ms)
 
     def append_txn(self, group_id: str, records: list[Record], now_ms: int, producer_id: int,
                    producer_epoch: int) -> int:
         """Append `records` as one transactional batch of the producer; its base offset."""
         batch = transactional_batch(records, now_ms, producer_id, producer_epoch)
-        return self._append(self.partition_for(group_id), batch, len(records), now_ms)
+        return self._append(self.partition_for(group_id), batch, now_ms)
 
-    def _append(self, partition: int, batch: bytes, count: int, now_ms: int) -> int:
+    def _append(self, partition: int, batch: bytes, now_ms: int) -> int:
         p = self.ensure_topic().partitions[partition]
         if len(batch) > p.config.max_message_bytes:
             raise ValueError(f"{len(batch)} bytes exceed max.message.bytes "
                              f"{p.config.max_message_bytes} of {self.name}")
-        base = p.append(batch, parse_header(batch), now_ms)
-        self.appended[partition] = self.appended.get(partition, 0) + count
+        h = parse_header(batch)
+        base = p.append(batch, h, now_ms)
+        state = p.producer_state
+        if h.attributes & TRANSACTIONAL and state is not None:
+            state.begin(h.producer_id, base)
         if self.on_append is not None:
             self.on_append(self.name, partition)
         return base
@@ -164,7 +165,6 @@ class OffsetsLog:
             return
         p = t.partitions[partition]
         offset = p.log_start_offset
-        count = 0
         while offset < p.log_end_offset:
             data = p.read(offset, READ_CHUNK)
             pos = 0
@@ -193,39 +193,12 @@ class OffsetsLog:
                     continue
                 for r in records:
                     if r.offset >= p.log_start_offset and r.key is not None:
-                        count += 1
                         yield Replayed(r.key, r.value, h.base_offset, pid)
             if not advanced:
                 log.error("%s-%d: no whole batch at offset %d; stopping its replay",
                           self.name, partition, offset)
                 break
             yield None
-        self.appended[partition] = count
-
-    # --- compaction -----------------------------------------------------------------------
-
-    def compaction_candidates(self) -> list[int]:
-        """Partitions written enough since their last snapshot to be worth a look."""
-        return [p for p, n in self.appended.items() if n >= MIN_RECORDS_BEFORE_COMPACTION]
-
-    def needs_compaction(self, partition: int, live: int) -> bool:
-        written = self.appended.get(partition, 0)
-        return written >= MIN_RECORDS_BEFORE_COMPACTION and written > 2 * live + 100
-
-    def compact(self, partition: int, live: list[Record], now_ms: int,
-                batch_records: int = 500) -> None:
-        """Re-append the live records, then start the log at them."""
-        t = self.topic()
-        if t is None:
-            return
-        p = t.partitions[partition]
-        start = p.log_end_offset
-        for i in range(0, len(live), batch_records):
-            self.append_to(partition, live[i:i + batch_records], now_ms)
-        p.delete_records(start)
-        self.appended[partition] = len(live)
-        log.info("Compacted %s-%d: log now starts at %d with %d live records", self.name,
-                 partition, start, len(live))
 
 
 def _marker(key: bytes | None) -> bool | None:

@@ -26,8 +26,7 @@ from ..wire.errors import ErrorCode as E
 from .transactions import (COMPLETE, EXPIRABLE, PREPARED, IllegalState, Partition,
                            TransactionMetadata, Transit, TxnState as S, epoch_exhausted)
 from .transactions_queries import TransactionQueries
-from .transactions_log import (TransactionLog, decode_key, decode_value, encode_key,
-                               encode_value)
+from .transactions_log import TransactionLog, decode_key, decode_value
 
 log = logging.getLogger("kafkalite.transactions")
 
@@ -43,7 +42,8 @@ class TransactionCoordinator(TransactionQueries):
                  notify: Callable[[str, int], None] | None = None):
         self.clock = clock
         self.log = TransactionLog(logs, create_topic,
-                                  config["transaction.state.log.num.partitions"], notify)
+                                  config["transaction.state.log.num.partitions"], notify,
+                                  config["transaction.state.log.segment.bytes"])
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.abort_interval_ms = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
@@ -143,7 +143,7 @@ class TransactionCoordinator(TransactionQueries):
         """Housekeeping on the monotonic reading `now_ms`: abort timed-out transactions
         (every transaction.abort.timed.out.transaction.cleanup.interval.ms), forget expired
         ids (every transaction.remove.expired.transaction.cleanup.interval.ms), retry
-        markers that failed, compact the log."""
+        markers that failed."""
         if self.loading:
             return
         if now_ms >= self._next_abort_check:
@@ -154,7 +154,6 @@ class TransactionCoordinator(TransactionQueries):
             self._next_expiry_check = now_ms + self.expiry_interval_ms
             if self._expired(now_ms):
                 self._spawn(self.expire(now_ms))
-        self._compact()
 
     def abort_timed_out(self, now_ms: int) -> int:
         doomed = [m for m in self.txns.values() if m.state == S.ONGOING and m.pending is None
@@ -193,14 +192,6 @@ class TransactionCoordinator(TransactionQueries):
         task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def _compact(self) -> None:
-        for p in self.log.compaction_candidates():
-            live = [m for m in self.txns.values()
-                    if self.log.partition_for(m.transactional_id) == p]
-            if self.log.needs_compaction(p, len(live)) and not any(m.pending for m in live):
-                self.log.compact(p, [(encode_key(m.transactional_id), encode_value(m.transit()))
-                                     for m in live], self.clock.wall_ms())
 
     # --- persistence ----------------------------------------------------------------------
 

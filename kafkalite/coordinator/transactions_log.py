@@ -6,8 +6,8 @@
 # is read too); an expired id is a tombstone. At start every partition is replayed, the last
 # record of each id winning.
 #
-# The topic machinery (creation on first use, appends, replay, compaction by re-appending the
-# live records) is the offsets log's, pointed at this topic.
+# The topic machinery (creation on first use, appends, replay) is the offsets log's, pointed
+# at this topic; the log cleaner compacts it as any compacted topic.
 from __future__ import annotations
 
 import struct
@@ -113,12 +113,13 @@ class TransactionLog(OffsetsLog):
     """The offsets log's topic machinery on __transaction_state."""
 
     def __init__(self, logs: Any, create_topic: Callable[..., Any], num_partitions: int,
-                 notify: Callable[[str, int], None] | None = None):
+                 notify: Callable[[str, int], None] | None = None,
+                 segment_bytes: int = SEGMENT_BYTES):
         # Kafka's transaction topic configs: compacted, uncompressed, its segment size.
         super().__init__(logs, create_topic, num_partitions, notify, name=TOPIC,
                          topic_configs={"cleanup.policy": "compact",
                                         "compression.type": "uncompressed",
-                                        "segment.bytes": str(SEGMENT_BYTES)})
+                                        "segment.bytes": str(segment_bytes)})
 
     def write(self, transactional_id: str, t: Transit | None, now_ms: int) -> int:
         """Append one record (None: the id's tombstone); returns its partition. Raises

@@ -158,9 +158,9 @@ class LogManager(TopicLifecycle):
                 "(deleted, or its .kafkalite/topics/<topic>.json is lost)")
 
     def start_cleaner(self, clock: Any = None) -> LogCleaner:
-        """Start the log cleaner's threads (log.cleaner.enable). Internal topics are not
-        handed to it yet: __consumer_offsets and __transaction_state keep their
-        coordinators' own compaction."""
+        """Start the log cleaner's threads (log.cleaner.enable). It cleans every partition
+        whose cleanup.policy holds `compact`, internal topics (__consumer_offsets,
+        __transaction_state) included."""
         c = self.config
         settings = CleanerSettings(
             enable=c["log.cleaner.enable"] and c["log.cleaner.threads"] > 0,
@@ -172,7 +172,7 @@ class LogManager(TopicLifecycle):
         return self.cleaner
 
     def _cleanable_partitions(self) -> list[PartitionLog]:
-        return [p for t in list(self.topics.values()) if not t.internal for p in t.partitions]
+        return [p for t in list(self.topics.values()) for p in t.partitions]
 
     def close(self, clean: bool = True) -> None:
         if self.cleaner is not None:

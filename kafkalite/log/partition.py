@@ -4,7 +4,8 @@
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 #
-# Transactions (the LSO, `.txnindex` lookups) are txnlog.py's, which this class inherits.
+# Deletion (retention, DeleteRecords) is retention.py's and transactions (the LSO,
+# `.txnindex` lookups) are txnlog.py's: this class inherits both.
 #
 # Nothing here waits for the disk on the event loop's thread while the broker serves:
 # fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
@@ -16,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import time
 from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,11 +26,13 @@ from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_heade
                             with_log_append_time)
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from . import partition_lookup
-from .flusher import PartitionFlusher, open_dir, wait_durable
+from .flusher import PartitionFlusher, open_dir
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
 from .read_positions import LOG_OVERHEAD, ReadPositions, first_batch_size
 from .segment import Segment
+from .retention import START_CHECKPOINT, LogDeletion
+from .retention import wall_now_ms as _now_ms
 from .txnlog import TransactionalLog
 
 __all__ = ["LogConfig", "PartitionLog", "StorageError", "LEADER_EPOCH"]
@@ -62,14 +64,7 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
 
 
-START_CHECKPOINT = "log-start-offset"
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class PartitionLog(TransactionalLog):
+class PartitionLog(LogDeletion, TransactionalLog):
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
                  recover: bool = False, flusher: ThreadPoolExecutor | None = None):
         self.directory = directory
@@ -293,90 +288,6 @@ class PartitionLog(TransactionalLog):
                 h = parse_header(seg.read(pos, HEADER_SIZE))
                 yield seg, pos, h
                 pos += h.size
-
-    # --- deletion -------------------------------------------------------------------------
-
-    def delete_records(self, offset: int) -> int:
-        """Advance the log start offset (DeleteRecords); -1 means the high watermark."""
-        if offset == -1:
-            offset = self.high_watermark
-        if offset < 0 or offset > self.high_watermark:
-            raise OffsetOutOfRange(f"cannot delete below {offset}: high watermark is "
-                                   f"{self.high_watermark}")
-        if offset > self.log_start_offset:
-            try:
-                self._start_checkpoint = self.durability.checkpoint(
-                    START_CHECKPOINT, str(offset).encode())
-            except OSError as e:
-                raise storage_error(e, f"checkpoint of {self.topic}-{self.partition}") from e
-            self.log_start_offset = offset
-            self._delete_segments(lambda s, nxt: s.next_offset <= offset)
-        return self.log_start_offset
-
-    async def start_offset_durable(self) -> None:
-        """Wait until the log start offset that delete_records() set is on disk (the
-        checkpoint runs on the flusher). Raises StorageError."""
-        await wait_durable(self._start_checkpoint,
-                           f"log start checkpoint of {self.topic}-{self.partition}")
-
-    def apply_retention(self, now_ms: int | None = None) -> int:
-        """Delete whole segments past retention.ms or retention.bytes; returns how many."""
-        if "delete" not in self.config.cleanup_policy:
-            return 0
-        now = _now_ms() if now_ms is None else now_ms
-        start = self.log_start_offset  # DeleteRecords that ran during a cleaning
-        deleted = self._delete_segments(
-            lambda s, nxt: nxt is not None and nxt.base_offset <= start)
-        rms = self.config.retention_ms
-        if rms >= 0:
-            deleted += self._delete_segments(
-                lambda s, nxt: s.size > 0 and s.max_timestamp >= 0
-                and now - s.max_timestamp > rms)
-        rbytes = self.config.retention_bytes
-        if rbytes >= 0:
-            excess = self.size - rbytes
-
-            def over(s: Segment, nxt) -> bool:
-                nonlocal excess
-                if s.size > 0 and excess - s.size >= 0:
-                    excess -= s.size
-                    return True
-                return False
-            deleted += self._delete_segments(over)
-        return deleted
-
-    def _delete_segments(self, predicate) -> int:
-        """Delete the leading segments for which predicate(seg, next) holds. The active
-        segment goes too when it qualifies: a new empty one is rolled at the end offset."""
-        if self.cleaning:
-            return 0  # the next retention pass (log start offset is kept meanwhile)
-        doomed: list[Segment] = []
-        for i, seg in enumerate(self.segments):
-            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
-            if not predicate(seg, nxt):
-                break
-            doomed.append(seg)
-        if doomed and doomed[-1] is self.active:
-            if self.active.size == 0:
-                doomed.pop()  # an empty active segment already starts at the end offset
-            else:
-                self.roll()
-        if not doomed:
-            return 0
-        names: list[str] = []
-        for seg in doomed:
-            self.segments.remove(seg)
-            log.info("Deleting segment %s of %s-%d (log start moves to %d)",
-                     os.path.basename(seg.path), self.topic, self.partition,
-                     self.segments[0].base_offset)
-            try:
-                names += seg.detach()
-            except OSError as e:  # the segment is out of the log; its files stay behind
-                log.error("Renaming segment %s for deletion failed: %s", seg.path, e)
-        self._bases = [s.base_offset for s in self.segments]
-        self.durability.unlink(names)
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        return len(doomed)
 
     # --- durability -----------------------------------------------------------------------
 

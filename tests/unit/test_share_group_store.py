@@ -124,20 +124,3 @@ def test_records_laid_out_as_kafka(tmp_path):
     cur = found[14][1]
     assert cur[:11] == struct.pack(">hiib", 0, 1, 0, 0) and cur[11] == 2
     assert cur[12:28] == t_id.bytes
-
-
-def test_compaction_keeps_share_groups(tmp_path):
-    b = Broker(tmp_path, first=True)
-    three_members(b)
-    before = snapshot(b)
-    for i in range(700):  # enough records for a compaction, none of them live
-        b.beat("x", 0, ("t",), group="h")
-        b.beat("x", -1, group="h")
-    asyncio.run(b.sc.delete_group("h"))
-    size = b.logs.get(TOPIC).partitions[0].log_start_offset
-    b.coord.compact(b.clock.wall_ms())
-    assert b.logs.get(TOPIC).partitions[0].log_start_offset > size
-    b.close()
-    b = Broker(tmp_path)
-    assert snapshot(b) == before and "h" not in b.groups.groups
-    b.close()
