@@ -8,6 +8,8 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   ResourceType)
 
 from kafkalite.wire.record_iter import iter_records
 from tests.helpers.kbatch import (CODECS, batch_headers, build_batch, connect, fetch_raw,
@@ -84,3 +86,24 @@ def test_recompressed_batch_matches_kafkas(kafka_broker, real_kafka):
                       for r in iter_records(stored)]))
     assert seen[0] == seen[1]
     assert seen[0][0][0] & 7 == CODECS["zstd"]
+
+
+def test_altered_compression_type_applies_to_later_batches(any_broker):
+    topic = f"alter-{uuid.uuid4().hex[:8]}"
+    create_topic(any_broker, topic)
+    batch = build_batch([(b"k", b"v" * 300, [], int(time.time() * 1000))], CODECS["lz4"])
+    with connect(any_broker) as s:
+        assert produce_raw(s, topic, 0, batch).error_code == 0
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("compression.type", "gzip",
+                    incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": any_broker})
+    admin.incremental_alter_configs([res])[res].result(timeout=30)
+
+    def second_codec() -> list[int]:
+        with connect(any_broker) as s:
+            assert produce_raw(s, topic, 0, batch).error_code == 0
+        return [h.compression for h in batch_headers(_stored(any_broker, topic, 1))]
+    # Kafka applies a topic config change asynchronously: produce (bounded) until it shows.
+    codecs = eventually(second_codec, lambda c: c[-1] == CODECS["gzip"])
+    assert codecs[0] == CODECS["lz4"] and codecs[-1] == CODECS["gzip"]
