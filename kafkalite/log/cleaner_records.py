@@ -14,11 +14,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import cramjam
 import crc32c
 
 from ..wire.batch_builder import zigzag_varint
 from ..wire.primitives import read_uvarint
+from ..wire.recompress import compress
 from ..wire.record_iter import decompress
 from ..wire.records import (CONTROL_BIT, HEADER_SIZE, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT,
                             BatchHeader)
@@ -71,20 +71,6 @@ def record_spans(batch, h: BatchHeader) -> tuple[bytes, list[RecordSpan]]:
     if pos != len(body):
         raise ValueError(f"{len(body) - pos} bytes after the last of {h.records_count} records")
     return body, spans
-
-
-_COMPRESSORS = {1: cramjam.gzip.compress, 2: cramjam.snappy.compress_raw,
-                3: cramjam.lz4.compress, 4: cramjam.zstd.compress}
-
-
-def compress(codec: int, data: bytes) -> bytes:
-    """The batch's records compressed again with its own codec (0: as they are)."""
-    if codec == 0:
-        return data
-    fn = _COMPRESSORS.get(codec)
-    if fn is None:
-        raise ValueError(f"unknown compression codec {codec}")
-    return bytes(fn(data))
 
 
 def _pack(h: BatchHeader, attributes: int, last_delta: int, base_ts: int, max_ts: int,

@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from ..config import BrokerConfig, parse_topic_value
 from ..fileio import atomic_write
 from ..topic_config import check_topic_configs
+from ..wire.recompress import target_codec
 from . import datadir
 from .cleaner import CleanerSettings, LogCleaner
 from .partition import LogConfig, PartitionLog
@@ -232,6 +233,7 @@ class LogManager(TopicLifecycle):
             timestamp_before_max_ms=e("message.timestamp.before.max.ms"),
             timestamp_after_max_ms=e("message.timestamp.after.max.ms"),
             cleanup_policy=e("cleanup.policy"),
+            compression=target_codec(e),
             delete_retention_ms=e("delete.retention.ms"),
             min_cleanable_ratio=e("min.cleanable.dirty.ratio"),
             min_compaction_lag_ms=e("min.compaction.lag.ms"),

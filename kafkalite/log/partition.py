@@ -56,6 +56,7 @@ class LogConfig:
     timestamp_before_max_ms: int = 2**63 - 1
     timestamp_after_max_ms: int = 2**63 - 1
     cleanup_policy: str = "delete"
+    compression: tuple[int, int | None] | None = None  # wire/recompress.py target_codec
     # the log cleaner's (cleaner.py)
     delete_retention_ms: int = 86400000
     min_cleanable_ratio: float = 0.5

@@ -3,7 +3,7 @@
 # v0-2 stay advertised because librdkafka disables compression unless Produce v0 is listed
 # (KAFKA-18659); like Kafka 4, they are answered with UNSUPPORTED_VERSION. Each partition
 # carries exactly one v2 batch, validated by its header and CRC32C and appended as bytes
-# (offsets assigned by rewriting its first 16 bytes; never recompressed).
+# (offsets assigned by rewriting its first 16 bytes; recompressed only as below).
 # LogAppendTime topics get the batch's maxTimestamp rewritten and a new CRC. Idempotent
 # batches (producerId >= 0) are sequence-checked: duplicates answer their original offset.
 # acks=0 sends no response; if any partition failed, the connection is closed so the client
@@ -31,8 +31,9 @@
 # (Kafka's KafkaApis checks that before anything else), as is one whose principal may not
 # WRITE its transactional id; a topic it may not WRITE answers TOPIC_AUTHORIZATION_FAILED
 # for each partition.
-# Gaps: topic compression.type other than `producer` is not applied
-# (batches are stored as sent); elsewhere timestamp bounds are checked on the batch's base
+# A topic whose compression.type is not `producer` gets batches in another codec recompressed
+# (wire/recompress.py, as Kafka's LogValidator), then MESSAGE_TOO_LARGE past max.message.bytes.
+# Gaps: timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ import time
 from ...log.flusher import wait_durable
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
+from ...wire.recompress import recompress
 from ...wire.records import TRANSACTIONAL_BIT, validate_produce_batch
 from ..quotas import PRODUCE
 from ..record_checks import RecordErrors, check_records
@@ -135,6 +137,13 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
                          "zstd-compressed batches need Produce v7 or later")
     check_records(records, h, p.config, now, topic, idx,
                   broker.config["kafkalite.produce.validate.records"])
+    target = p.config.compression
+    if target is not None and h.compression != target[0]:
+        records, h = recompress(records, h, *target)
+        if len(records) > p.config.max_message_bytes:
+            raise KafkaError(ErrorCode.message_too_large,
+                             f"recompressed batch of {len(records)} bytes exceeds "
+                             f"max.message.bytes {p.config.max_message_bytes}")
     transactional = h.attributes & TRANSACTIONAL_BIT
     state = broker.producer_state(p) if h.producer_id >= 0 else None
     if transactional and (state is None or h.producer_id not in state.ongoing):
