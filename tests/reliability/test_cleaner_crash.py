@@ -142,6 +142,7 @@ def test_sigkill_during_cleaning_loses_nothing(tmp_path):
 
 
 @pytest.mark.long
+@pytest.mark.timeout(1800)  # about 5 s a kill, past the suite's 300 s
 def test_sigkill_during_cleaning_100_times(tmp_path):
     seed = int(os.environ.get("KAFKALITE_SEED", random.randrange(1 << 30)))
     print("seed", seed, run_kills(tmp_path, kills=100, seed=seed))
