@@ -1,6 +1,8 @@
 # Prometheus exposition of the broker's state, collected at scrape time from BrokerStats,
 # the log manager and the group coordinator. Metric names follow the spirit of Kafka's JMX
-# names (kafka_server_brokertopicmetrics_*, kafka_log_*), prefixed kafkalite_.
+# names (kafka_server_brokertopicmetrics_*, kafka_log_*), prefixed kafkalite_; the log
+# cleaner's gauges carry Kafka's own MBean names (kafka.log:type=LogCleaner,name=... as
+# kafka_log_LogCleaner_..., dashes as underscores), so that Kafka dashboards find them.
 from __future__ import annotations
 
 from typing import Iterator
@@ -80,6 +82,7 @@ class BrokerCollector:
                     lag.add_metric([group.group_id, topic, str(partition)],
                                    max(p.log_end_offset - committed.offset, 0))
         yield lag
+        yield from cleaner_metrics(b)
         txns = b.transactions
         if txns is not None:
             yield GaugeMetricFamily("kafkalite_transactions_open",
@@ -90,6 +93,53 @@ class BrokerCollector:
             yield CounterMetricFamily("kafkalite_transactions_aborted",
                                       "Transactions aborted (by producers or timeouts)",
                                       value=txns.aborted)
+
+
+def cleaner_metrics(b) -> Iterator:
+    """Kafka's LogCleaner and LogCleanerManager gauges, and the cleaner's byte counters."""
+    cleaner = getattr(b.logs, "cleaner", None)
+    if cleaner is None:
+        return
+    stats = list(cleaner.last_stats.values())
+    read = sum(s.bytes_read for s in stats)
+    written = sum(s.bytes_written for s in stats)
+    for name, doc, value in (
+            ("max_buffer_utilization_percent", "Fullest dedupe map of the threads' last "
+             "cleanings, in percent", max((100 * s.buffer_utilization for s in stats),
+                                          default=0)),
+            ("cleaner_recopy_percent", "Bytes written over bytes read by the threads' last "
+             "cleanings, in percent", 100 * written / max(read, 1)),
+            ("max_clean_time_secs", "Longest of the threads' last cleanings, in seconds",
+             max((s.elapsed_ms // 1000 for s in stats), default=0)),
+            ("max_compaction_delay_secs", "How far past max.compaction.lag.ms the most "
+             "overdue log was at the last choice, in seconds",
+             max(cleaner.max_compaction_delay_ms // 1000, 0)),
+            ("DeadThreadCount", "Cleaner threads that died", cleaner.dead_threads())):
+        yield GaugeMetricFamily("kafka_log_LogCleaner_" + name, doc, value=int(value))
+    yield GaugeMetricFamily("kafka_log_LogCleanerManager_max_dirty_percent",
+                            "Dirty ratio of the dirtiest cleanable log, in percent",
+                            value=int(100 * cleaner.max_dirty_ratio))
+    last = cleaner.last_run_ms
+    yield GaugeMetricFamily("kafka_log_LogCleanerManager_time_since_last_run_ms",
+                            "Time since the cleaner last chose a log",
+                            value=0 if last is None else max(cleaner.clock.wall_ms() - last, 0))
+    failed = cleaner.uncleanable()
+    for name, doc, value in (
+            ("uncleanable_partitions_count", "Partitions a failed cleaning left alone",
+             len(failed)),
+            ("uncleanable_bytes", "Bytes of the partitions a failed cleaning left alone",
+             sum(p.size for p in failed))):
+        fam = GaugeMetricFamily("kafka_log_LogCleanerManager_" + name, doc,
+                                labels=["logDirectory"])
+        fam.add_metric([cleaner.data_dir], value)
+        yield fam
+    for name, doc, value in (
+            ("kafkalite_log_cleaner_bytes_read", "Bytes the cleaner read from dirty "
+             "segments", cleaner.bytes_read),
+            ("kafkalite_log_cleaner_bytes_written", "Bytes the cleaner wrote into cleaned "
+             "segments", cleaner.bytes_written),
+            ("kafkalite_log_cleaner_cleanings", "Cleanings completed", cleaner.cleanings)):
+        yield CounterMetricFamily(name, doc, value=value)
 
 
 def render(broker) -> bytes:

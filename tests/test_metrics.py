@@ -72,3 +72,46 @@ def test_metrics_follow_a_produce_consume_run(tmp_path):
         assert metric(after, "kafkalite_request_latency_seconds_count", api="Fetch") >= 1
         assert metric(after, "kafkalite_requests_total", api="Fetch") > \
             metric(mid, "kafkalite_requests_total", api="Fetch")
+
+
+def test_cleaner_metrics_after_a_cleaning(tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    mport = free_port()
+    # a dedupe map of 900 keys, so that the 300 keys fill a visible share of it
+    settings = {"kafkalite.metrics.port": str(mport), "log.cleaner.backoff.ms": "100",
+                "log.cleaner.dedupe.buffer.size": "24000"}
+    with BrokerProcess(data_dir=str(tmp_path / "d"), settings=settings) as bp:
+        admin = AdminClient({"bootstrap.servers": bp.bootstrap})
+        admin.create_topics([NewTopic("cleaned", 1, 1, config={
+            "cleanup.policy": "compact", "segment.bytes": "16384",
+            "min.cleanable.dirty.ratio": "0.01"})])["cleaned"].result(20)
+        before = scrape(mport)
+        assert metric(before, "kafkalite_log_cleaner_bytes_read_total") == 0
+        # batches smaller than the map: a batch must fit in it whole
+        producer = Producer({"bootstrap.servers": bp.bootstrap, "linger.ms": 5,
+                             "batch.num.messages": 50})
+        for i in range(3000):  # 10 updates of each of 300 keys
+            producer.produce("cleaned", key=b"k%d" % (i % 300), value=b"v" * 100, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            after = scrape(mport)
+            if metric(after, "kafkalite_log_cleaner_cleanings_total") >= 1:
+                break
+            time.sleep(0.2)
+        read = metric(after, "kafkalite_log_cleaner_bytes_read_total")
+        written = metric(after, "kafkalite_log_cleaner_bytes_written_total")
+        assert metric(after, "kafkalite_log_cleaner_cleanings_total") >= 1
+        # superseded values were dropped: less written than read, and the log shrank
+        assert 0 < written < read
+        assert 0 < metric(after, "kafka_log_LogCleaner_cleaner_recopy_percent") < 100
+        assert 0 < metric(after, "kafka_log_LogCleaner_max_buffer_utilization_percent") <= 100
+        assert metric(after, "kafkalite_log_size_bytes", topic="cleaned", partition="0") < \
+            metric(after, "kafkalite_topic_bytes_in_total", topic="cleaned")
+        assert 0 <= metric(after, "kafka_log_LogCleanerManager_max_dirty_percent") <= 100
+        assert "kafka_log_LogCleanerManager_time_since_last_run_ms" in after
+        assert "kafka_log_LogCleaner_max_clean_time_secs" in after
+        assert metric(after, "kafka_log_LogCleaner_DeadThreadCount") == 0
+        assert metric(after, "kafka_log_LogCleanerManager_uncleanable_partitions_count",
+                      logDirectory=bp.data_dir) == 0

@@ -57,6 +57,16 @@ class Plan:
     uncleanable: int
     ratio: float
     forced: bool
+    delay_ms: int = 0  # how far past max.compaction.lag.ms its oldest dirty record is
+
+
+@dataclass
+class CleanStats:
+    """One thread's last cleaning, for Kafka's LogCleaner gauges."""
+    bytes_read: int = 0
+    bytes_written: int = 0
+    elapsed_ms: int = 0
+    buffer_utilization: float = 0.0
 
 
 @dataclass
@@ -89,6 +99,11 @@ class LogCleaner:
         self.bytes_written = 0
         self.cleanings = 0
         self.last_ratio = 0.0
+        # what Kafka's LogCleaner / LogCleanerManager gauges show (read by kafkalite.metrics)
+        self.last_stats: dict[str, CleanStats] = {}  # by thread name
+        self.max_dirty_ratio = 0.0  # the dirtiest cleanable log's, at the last choice
+        self.max_compaction_delay_ms = 0
+        self.last_run_ms: int | None = None  # wall clock of the last choice
 
     # --- choosing ---------------------------------------------------------------------------
 
@@ -115,16 +130,18 @@ class LogCleaner:
             return None
         first = next((s for s in closed if s.next_offset > first_dirty), None)
         forced = False
+        delay = 0
         if first is not None and dirty:
             ts = first.first_batch_timestamp
             ts = first.max_timestamp if ts is None or ts < 0 else ts
             forced = ts >= 0 and now - ts > cfg.max_compaction_lag_ms
+            delay = now - ts - cfg.max_compaction_lag_ms if forced else 0
         horizon = self._horizons.get((p.topic, p.partition))
         forced = forced or horizon is not None and horizon <= now
         ratio = dirty / total
         if not forced and not (dirty and ratio > cfg.min_cleanable_ratio):
             return None
-        return Plan(p, segs, first_dirty, uncleanable, ratio, forced)
+        return Plan(p, segs, first_dirty, uncleanable, ratio, forced, delay)
 
     def grab(self, now: int) -> Plan | None:
         """The partition to clean now, marked as being cleaned; None when none needs it."""
@@ -137,6 +154,9 @@ class LogCleaner:
                 plan = self.plan(p, now)
                 if plan is not None:
                     plans.append(plan)
+            self.last_run_ms = now
+            self.max_dirty_ratio = max((pl.ratio for pl in plans), default=0.0)
+            self.max_compaction_delay_ms = max((pl.delay_ms for pl in plans), default=0)
             if not plans:
                 return None
             best = max(plans, key=lambda pl: (pl.forced, pl.ratio))
@@ -157,6 +177,7 @@ class LogCleaner:
         p = plan.partition
         key = (p.topic, p.partition)
         cfg = p.config
+        started = self.clock.monotonic_ms()
         try:
             throttle = core.Throttle(self.settings.io_max_bytes_per_second, self._stop.is_set)
             segs = plan.segments
@@ -186,6 +207,9 @@ class LogCleaner:
             self.bytes_written += gc.bytes_written
             self.cleanings += 1
             self.last_ratio = plan.ratio
+            self.last_stats[threading.current_thread().name] = CleanStats(
+                gc.bytes_read, gc.bytes_written, self.clock.monotonic_ms() - started,
+                len(omap) / omap.slots)
             log.info("Cleaned %s-%d up to offset %d: %d bytes read, %d written (dirty ratio "
                      "%.2f)", p.topic, p.partition, end, gc.bytes_read, gc.bytes_written,
                      plan.ratio)
@@ -287,6 +311,15 @@ class LogCleaner:
                 continue
             self._clean(plan, self.clock.wall_ms(), self._handoff)
 
+    def dead_threads(self) -> int:
+        return 0 if self._stop.is_set() else sum(not t.is_alive() for t in self._threads)
+
+    def uncleanable(self) -> list[PartitionLog]:
+        """The partitions a failed cleaning left alone until restart."""
+        with self._lock:
+            failed = set(self._failed)
+        return [p for p in self.logs() if (p.topic, p.partition) in failed]
+
     def stop(self) -> None:
         """Stop the threads (a cleaning in progress is abandoned; its files are removed
         or, once they are `.swap`, completed by recovery), then close replaced segments."""
@@ -297,4 +330,4 @@ class LogCleaner:
         self.tick(2**63 - 1)
 
 
-__all__ = ["CleanerSettings", "LogCleaner", "Plan", "discard"]
+__all__ = ["CleanStats", "CleanerSettings", "LogCleaner", "Plan", "discard"]
