@@ -1,12 +1,13 @@
-// The Java client (kafka-clients 3.8) over SASL, with Kafka's own client properties:
-//   java SaslCheck <bootstrap> <SASL_SSL|SASL_PLAINTEXT> <PLAIN|SCRAM-SHA-256|SCRAM-SHA-512>
-//                  <user> <password> <name prefix> [<truststore.pem>]
-// sasl.jaas.config through PlainLoginModule or ScramLoginModule; with a truststore,
-// ssl.truststore.type=PEM. As that user: creates a topic named <prefix>..., produces 200 records
-// of 1 KiB (acks=all, idempotent) and consumes them in group <prefix>... with commitSync; every
-// record must come back once, in order, and the committed offset must be 200. Then the same
-// user with a wrong password: an Admin call must fail with SaslAuthenticationException.
-// Exits 1 listing every failure; prints "JAVA SASL CHECK PASSED" last. Watchdog: CHECK_TIMEOUT_MS.
+// The Java client (kafka-clients 3.8) with the client properties it is given, as a user sets
+// them (Kafka's own names: security.protocol, ssl.truststore.type=PEM, sasl.jaas.config...):
+//   java ClientsCheck <name prefix> <key=value>...
+// Creates a topic named <prefix>..., produces 200 records of 1 KiB (acks=all, idempotent) and
+// consumes them in group <prefix>... with commitSync; every record must come back once, in
+// order, and the committed offset must be 200. With a sasl.jaas.config, the same login with a
+// wrong password (password="<it>-wrong") must then fail an Admin call with
+// SaslAuthenticationException.
+// Exits 1 listing every failure; prints "JAVA CLIENTS CHECK PASSED" last. Watchdog:
+// CHECK_TIMEOUT_MS.
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.ExecutionException;
@@ -19,7 +20,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.serialization.*;
 
-public class SaslCheck {
+public class ClientsCheck {
     static final int RECORDS = 200;
     static final List<String> failures = new ArrayList<>();
 
@@ -28,24 +29,6 @@ public class SaslCheck {
             failures.add(msg);
             System.err.println("FAIL: " + msg);
         }
-    }
-
-    static Properties security(String[] args, String password) {
-        String mechanism = args[2];
-        String module = mechanism.equals("PLAIN")
-                ? "org.apache.kafka.common.security.plain.PlainLoginModule"
-                : "org.apache.kafka.common.security.scram.ScramLoginModule";
-        Properties p = new Properties();
-        p.put("bootstrap.servers", args[0]);
-        p.put("security.protocol", args[1]);
-        p.put("sasl.mechanism", mechanism);
-        p.put("sasl.jaas.config", module + " required username=\"" + args[3] + "\" password=\""
-                + password + "\";");
-        if (args.length > 6) {
-            p.put("ssl.truststore.type", "PEM");
-            p.put("ssl.truststore.location", args[6]);
-        }
-        return p;
     }
 
     public static void main(String[] args) throws Exception {
@@ -60,13 +43,18 @@ public class SaslCheck {
         });
         watchdog.setDaemon(true);
         watchdog.start();
-        if (args.length < 6) {
-            System.err.println("usage: java SaslCheck <bootstrap> <protocol> <mechanism> <user> <password> <prefix> [<truststore.pem>]");
+        if (args.length < 2) {
+            System.err.println("usage: java ClientsCheck <name prefix> <key=value>...");
             System.exit(2);
         }
-        Properties common = security(args, args[4]);
+        Properties common = new Properties();
+        for (int i = 1; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            common.put(kv[0], kv[1]);
+        }
+        String prefix = args[0];
         String suffix = ProcessHandle.current().pid() + "-" + System.currentTimeMillis();
-        String topic = args[5] + "topic-" + suffix;
+        String topic = prefix + "topic-" + suffix;
         try (Admin admin = Admin.create(common)) {
             admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
         }
@@ -90,7 +78,7 @@ public class SaslCheck {
         }
         Properties c = new Properties();
         c.putAll(common);
-        c.put("group.id", args[5] + "group-" + suffix);
+        c.put("group.id", prefix + "group-" + suffix);
         c.put("auto.offset.reset", "earliest");
         c.put("enable.auto.commit", "false");
         List<byte[]> got = new ArrayList<>();
@@ -115,20 +103,25 @@ public class SaslCheck {
                 break;
             }
         }
-        Properties wrong = security(args, args[4] + "-wrong");
-        wrong.put("default.api.timeout.ms", "20000");
-        wrong.put("request.timeout.ms", "10000");
-        try (Admin admin = Admin.create(wrong)) {
-            admin.describeCluster().clusterId().get();
-            check(false, "a wrong password was accepted");
-        } catch (ExecutionException e) {
-            check(e.getCause() instanceof SaslAuthenticationException,
-                    "wrong password: " + e.getCause());
+        String jaas = common.getProperty("sasl.jaas.config");
+        if (jaas != null) {
+            Properties wrong = new Properties();
+            wrong.putAll(common);
+            wrong.put("sasl.jaas.config", jaas.replaceFirst("password=\"([^\"]*)\"", "password=\"$1-wrong\""));
+            wrong.put("default.api.timeout.ms", "20000");
+            wrong.put("request.timeout.ms", "10000");
+            try (Admin admin = Admin.create(wrong)) {
+                admin.describeCluster().clusterId().get();
+                check(false, "a wrong password was accepted");
+            } catch (ExecutionException e) {
+                check(e.getCause() instanceof SaslAuthenticationException,
+                        "wrong password: " + e.getCause());
+            }
         }
         if (!failures.isEmpty()) {
             System.err.println(failures.size() + " failure(s): " + failures);
             System.exit(1);
         }
-        System.out.println("JAVA SASL CHECK PASSED");
+        System.out.println("JAVA CLIENTS CHECK PASSED");
     }
 }
