@@ -21,6 +21,7 @@ from tests.helpers.real_kafka import anchor_dir
 from ._checks import TIMEOUT_S, run_check
 
 SOURCE = Path(__file__).parent / "java" / "KafkaliteCheck.java"
+CLIENTS_SOURCE = Path(__file__).parent / "java" / "ClientsCheck.java"
 # What kafka-clients needs at run time, as prefixes of the jar names in the anchor's libs/.
 RUNTIME_JARS = ("kafka-clients-", "slf4j-api-", "slf4j-reload4j-", "reload4j-", "lz4-java-",
                 "snappy-java-", "zstd-jni-")
@@ -64,6 +65,19 @@ def compile_check(source: Path, out: Path) -> list[str]:
         pytest.fail(f"javac did not finish in {TIMEOUT_S} s")
     assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
     return ["java", *jvm_options, "-cp", os.pathsep.join([str(out), classpath]), source.stem]
+
+
+@pytest.fixture(scope="module")
+def java_clients(tmp_path_factory) -> list[str]:
+    """java/ClientsCheck.java compiled: the command prefix that runs it."""
+    return compile_check(CLIENTS_SOURCE, tmp_path_factory.mktemp("java-clients"))
+
+
+def run_clients_check(java: list[str], prefix: str, props: dict[str, str], what: str) -> None:
+    """ClientsCheck's produce/group-consume round trip with these client properties (and the
+    wrong-password refusal when they hold a sasl.jaas.config)."""
+    run_check([*java, prefix, *(f"{k}={v}" for k, v in props.items())],
+              "JAVA CLIENTS CHECK PASSED", what)
 
 
 @pytest.mark.parametrize("assignor", ["default", "cooperative-sticky"])

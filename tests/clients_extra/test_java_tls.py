@@ -1,10 +1,10 @@
-# The Java client over TLS with Kafka's PEM settings (java/TlsCheck.java): a producer and a
+# The Java client over TLS with Kafka's PEM settings (java/ClientsCheck.java): a producer and a
 # consumer group over the SSL listener with ssl.truststore.type=PEM, and over the mutual-TLS
 # listener with ssl.keystore.type=PEM too, against kafkalite and the real Kafka 3.8 (the
 # listeners, certificates and brokers of tests/integration/test_tls.py; Kafka's authorizer
 # there admits the client certificate only when Kafka derives certs.CLIENT_DN from it). And
 # kafkalite's reading of certificate subjects against Java's own X500Principal.getName(RFC2253)
-# for subjects no openssl -subj string can spell. Classpath and skips as test_java_client.py.
+# (java/TlsCheck.java) for subjects no openssl -subj string can spell. Classpath and skips as test_java_client.py.
 from __future__ import annotations
 
 import subprocess
@@ -19,8 +19,8 @@ from kafkalite.security.x509 import pem_certificates, subject_rfc2253
 from tests.helpers.certs import keystore, self_signed
 from tests.integration.test_tls import brokers, pki  # noqa: F401  (fixtures)
 
-from ._checks import TIMEOUT_S, run_check
-from .test_java_client import compile_check
+from ._checks import TIMEOUT_S
+from .test_java_client import compile_check, java_clients, run_clients_check  # noqa: F401
 
 SOURCE = Path(__file__).parent / "java" / "TlsCheck.java"
 pytestmark = pytest.mark.timeout(600)
@@ -32,13 +32,16 @@ def java_tls(tmp_path_factory) -> list[str]:
 
 
 @pytest.mark.parametrize("mutual", [False, True], ids=["ssl", "mtls"])
-def test_java_producer_and_consumer_over_tls(brokers, pki, java_tls, mutual):  # noqa: F811
-    args = [brokers.ssl, pki.ca]
+def test_java_producer_and_consumer_over_tls(brokers, pki, java_clients, mutual):  # noqa: F811
+    props = {"bootstrap.servers": brokers.mtls if mutual else brokers.ssl,
+             "security.protocol": "SSL", "ssl.truststore.type": "PEM",
+             "ssl.truststore.location": pki.ca}
     if mutual:
-        args = [brokers.mtls, pki.ca,
-                keystore(pki.dir, "client-keystore.pem", pki.client_key, pki.client_cert)]
-    run_check([*java_tls, "clients", *args], "JAVA TLS CHECK PASSED",
-              f"Java TLS check against {brokers.kind} ({'mutual' if mutual else 'server'} TLS)")
+        props.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": keystore(
+            pki.dir, "client-keystore.pem", pki.client_key, pki.client_cert)})
+    run_clients_check(java_clients, "java-tls-", props,
+                      f"Java TLS check against {brokers.kind} "
+                      f"({'mutual' if mutual else 'server'} TLS)")
 
 
 def _attr(oid: ObjectIdentifier, value, kind: _ASN1Type | None = None) -> x509.NameAttribute:
@@ -78,7 +81,7 @@ SUBJECTS = [
 
 def test_subject_dn_is_what_java_x500principal_writes(java_tls, tmp_path):
     pem = self_signed(str(tmp_path / "subjects.pem"), SUBJECTS)
-    done = subprocess.run([*java_tls, "dn", pem], capture_output=True, text=True,
+    done = subprocess.run([*java_tls, pem], capture_output=True, text=True,
                           timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr
     java = [bytes.fromhex(line).decode() for line in done.stdout.split()]
