@@ -16,12 +16,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType)
-from kafka.protocol.admin import DescribeClusterRequest
+from kafka.protocol.admin import (CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+                                  DeleteTopicsRequest, DescribeClusterRequest)
 from kafka.protocol.metadata import MetadataRequest
 
 from kafkalite.testing import BrokerProcess
 from tests.helpers.certs import CLIENT_DN, make_pki, sign
-from tests.helpers.kbatch import call
+from tests.helpers.kbatch import call, connect
 from tests.helpers.real_kafka import (RealKafka, create_topic, eventually, free_port_pair,
                                       unavailable_reason)
 
@@ -214,3 +215,108 @@ def test_cluster_authorized_operations(broker, pki):
     want = {ALTER, DESCRIBE}
     assert eventually(describe_cluster, lambda ops: ops == want) == want
     assert metadata(broker, pki, []).authorized_operations == want
+
+
+# --- topic administration (CreateTopics, CreatePartitions, DeleteRecords, DeleteTopics) ---
+
+ZERO_ID = uuid.UUID(int=0)
+DESCRIBE_CONFIGS, ALTER_CONFIGS = AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def alice_call(broker, pki, req):
+    with alice_socket(broker, pki) as s:
+        return call(s, req)
+
+
+def _literal(name: str, op, rtype=ResourceType.TOPIC, *perm) -> tuple:
+    return (rtype, name, ResourcePatternType.LITERAL, op, *perm)
+
+
+def test_create_topics_needs_create_and_hides_configs_without_describe_configs(broker, pki):
+    """No CREATE: TOPIC_AUTHORIZATION_FAILED "Authorization failed."; CREATE alone creates the
+    topic but its answer hides partitions, replication factor and configs
+    (topic_config_error_code TOPIC_AUTHORIZATION_FAILED); with DESCRIBE_CONFIGS they show."""
+    refused, blind, seeing = _topic("ct-no"), _topic("ct-blind"), _topic("ct-see")
+    allow(broker, pki, _literal(blind, AclOperation.CREATE), _literal(seeing, AclOperation.CREATE),
+          _literal(seeing, DESCRIBE_CONFIGS))
+    Req = CreateTopicsRequest[7]
+
+    def create(validate_only: bool) -> dict:
+        resp = alice_call(broker, pki, Req(topics=[
+            Req.CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+            for n in (refused, blind, seeing)], timeout_ms=20000, validate_only=validate_only))
+        return {t.name: (t.error_code, t.error_message, t.num_partitions, t.replication_factor,
+                         t.topic_config_error_code, len(t.configs) > 0) for t in resp.topics}
+
+    want = {refused: (TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", -1, -1, 0, False),
+            blind: (0, None, -1, -1, TOPIC_AUTHORIZATION_FAILED, False),
+            seeing: (0, None, 1, 1, 0, True)}
+    eventually(lambda: create(True), lambda got: got == want)  # Kafka's ACLs land later
+    assert create(False) == want
+    with connect(broker[0]) as s:  # the admin sees what was created
+        names = {t.name for t in call(s, MetadataRequest[1](topics=None)).topics}
+    assert blind in names and seeing in names and refused not in names
+
+
+def test_create_partitions_needs_alter_on_the_topic(broker, pki):
+    topic, missing = _topic("cp"), _topic("cp-missing")
+    create_topic(broker[0], topic)
+    allow(broker, pki, _literal(topic, AclOperation.DESCRIBE))
+    Req = CreatePartitionsRequest[3]
+
+    def grow(names) -> dict:
+        resp = alice_call(broker, pki, Req(topics=[Req.CreatePartitionsTopic(
+            name=n, count=2, assignments=None) for n in names], timeout_ms=20000,
+            validate_only=False))
+        return {r.name: (r.error_code, r.error_message) for r in resp.results}
+
+    refusal = (TOPIC_AUTHORIZATION_FAILED, None)
+    assert grow([topic, missing]) == {topic: refusal, missing: refusal}
+    allow(broker, pki, _literal(topic, AclOperation.ALTER))
+    assert eventually(lambda: grow([topic]), lambda got: got[topic][0] == 0) == {topic: (0, None)}
+
+
+def test_delete_records_needs_delete_on_the_topic(broker, pki):
+    topic, missing = _topic("dr"), _topic("dr-missing")
+    create_topic(broker[0], topic)
+    allow(broker, pki, _literal(topic, AclOperation.DESCRIBE))
+    Req = DeleteRecordsRequest[2]
+
+    def delete(names) -> dict:
+        resp = alice_call(broker, pki, Req(topics=[Req.DeleteRecordsTopic(
+            name=n, partitions=[Req.DeleteRecordsTopic.DeleteRecordsPartition(
+                partition_index=0, offset=0)]) for n in names], timeout_ms=20000))
+        return {t.name: [(p.error_code, p.low_watermark) for p in t.partitions]
+                for t in resp.topics}
+
+    refusal = [(TOPIC_AUTHORIZATION_FAILED, -1)]
+    assert delete([topic, missing]) == {topic: refusal, missing: refusal}
+    allow(broker, pki, _literal(topic, AclOperation.DELETE))
+    assert eventually(lambda: delete([topic]), lambda got: got[topic][0][0] == 0) == \
+        {topic: [(0, 0)]}
+
+
+def test_delete_topics_refusals(broker, pki):
+    """Without DESCRIBE: refused, existing or not; with DESCRIBE but not DELETE: an existing
+    topic refused, a missing one UNKNOWN_TOPIC_OR_PARTITION; refusals carry Kafka's message
+    and the zero id."""
+    pfx = _topic("dt") + "-"
+    kept, missing, hidden = pfx + "kept", pfx + "missing", _topic("dt-hidden")
+    for t in (kept, hidden):
+        create_topic(broker[0], t)
+    allow(broker, pki, (ResourceType.TOPIC, pfx, ResourcePatternType.PREFIXED,
+                        AclOperation.DESCRIBE))
+    Req = DeleteTopicsRequest[6]
+
+    def delete() -> dict:
+        resp = alice_call(broker, pki, Req(topics=[Req.DeleteTopicState(
+            name=n, topic_id=ZERO_ID) for n in (kept, missing, hidden)], timeout_ms=20000))
+        return {r.name: (r.error_code, r.error_message, r.topic_id) for r in resp.responses}
+
+    # kafka-python decodes the zero uuid as None
+    refusal = (TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.", None)
+    want = {kept: refusal, hidden: refusal,
+            missing: (UNKNOWN_TOPIC_OR_PARTITION,
+                      "This server does not host this topic-partition.", None)}
+    assert eventually(delete, lambda got: got == want) == want
