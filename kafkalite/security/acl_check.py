@@ -192,3 +192,32 @@ def admin_refusal(ctx: Any, operation: Operation, items: Iterable[Any],
         return (ErrorCode.cluster_authorization_failed,
                 f"Request {principal_of(ctx)} is not authorized.")
     return None
+
+
+# Config resources (DescribeConfigs / AlterConfigs / IncrementalAlterConfigs resource_type):
+# TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, and what each is authorized against.
+_CONFIG_RESOURCES = {2: ResourceType.TOPIC, 4: ResourceType.CLUSTER, 8: ResourceType.CLUSTER,
+                     16: ResourceType.CLUSTER, 32: ResourceType.GROUP}
+
+
+def config_refusal(ctx: Any, operation: Operation, config_type: int,
+                   name: str) -> tuple[int, str | None] | None:
+    """(error code, message) refusing `operation` (DESCRIBE_CONFIGS / ALTER_CONFIGS) on one
+    config resource, as KafkaApis / ControllerApis.authorizeAlterResource: on the TOPIC, on
+    the CLUSTER for BROKER, BROKER_LOGGER and CLIENT_METRICS, on the GROUP for group configs
+    (Kafka 4.x); the message is the error's own (ApiError(error)). None when allowed or the
+    type is not one of these (the handler refuses it for its own reason)."""
+    from ..wire.errors import ErrorCode
+    rtype = _CONFIG_RESOURCES.get(config_type)
+    if rtype is None:
+        return None
+    if rtype == ResourceType.CLUSTER:
+        name = CLUSTER_NAME
+    if check(ctx, operation, rtype, name):
+        return None
+    return {ResourceType.TOPIC: (ErrorCode.topic_authorization_failed,
+                                 "Topic authorization failed."),
+            ResourceType.CLUSTER: (ErrorCode.cluster_authorization_failed,
+                                   "Cluster authorization failed."),
+            ResourceType.GROUP: (ErrorCode.group_authorization_failed,
+                                 "Group authorization failed.")}[rtype]

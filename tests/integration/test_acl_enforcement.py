@@ -16,8 +16,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType)
-from kafka.protocol.admin import (CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-                                  DeleteTopicsRequest, DescribeClusterRequest)
+from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+                                  DeleteRecordsRequest, DeleteTopicsRequest,
+                                  DescribeClusterRequest, DescribeConfigsRequest,
+                                  IncrementalAlterConfigsRequest)
 from kafka.protocol.metadata import MetadataRequest
 
 from kafkalite.testing import BrokerProcess
@@ -320,3 +322,80 @@ def test_delete_topics_refusals(broker, pki):
             missing: (UNKNOWN_TOPIC_OR_PARTITION,
                       "This server does not host this topic-partition.", None)}
     assert eventually(delete, lambda got: got == want) == want
+
+
+# --- configs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) ---
+
+CLUSTER_AUTHORIZATION_FAILED = 31
+TOPIC_CONFIG, BROKER_CONFIG, BROKER_LOGGER_CONFIG = 2, 4, 8
+TOPIC_REFUSED = (TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+CLUSTER_REFUSED = (CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+
+
+def _node_id(broker) -> str:
+    with connect(broker[0]) as s:
+        return str(call(s, MetadataRequest[1](topics=[])).brokers[0].node_id)
+
+
+def test_describe_configs_per_resource(broker, pki):
+    """DESCRIBE_CONFIGS on the topic, or on the cluster for BROKER and BROKER_LOGGER; refused
+    resources come after the answered ones, with the error's own message and no configs."""
+    seen, hidden = _topic("dc-seen"), _topic("dc-hidden")
+    for t in (seen, hidden):
+        create_topic(broker[0], t)
+    allow(broker, pki, _literal(seen, DESCRIBE_CONFIGS))
+    node = _node_id(broker)
+    Req = DescribeConfigsRequest[4]
+
+    def describe() -> list:
+        resp = alice_call(broker, pki, Req(resources=[
+            Req.DescribeConfigsResource(resource_type=rt, resource_name=n,
+                                        configuration_keys=None)
+            for rt, n in ((TOPIC_CONFIG, hidden), (BROKER_CONFIG, node),
+                          (BROKER_LOGGER_CONFIG, node), (TOPIC_CONFIG, seen))]))
+        return [(r.resource_name, r.error_code, r.error_message, len(r.configs) > 0)
+                for r in resp.results]
+
+    want = [(seen, 0, "", True), (hidden, *TOPIC_REFUSED, False), (node, *CLUSTER_REFUSED, False),
+            (node, *CLUSTER_REFUSED, False)]
+    assert eventually(describe, lambda got: got == want) == want
+
+
+def test_alter_configs_per_resource(broker, pki):
+    """ALTER_CONFIGS on the topic, or on the cluster for BROKER (and BROKER_LOGGER in the
+    incremental API), for AlterConfigs and IncrementalAlterConfigs alike."""
+    mine, other = _topic("ac-mine"), _topic("ac-other")
+    for t in (mine, other):
+        create_topic(broker[0], t)
+    allow(broker, pki, _literal(mine, ALTER_CONFIGS))
+    node = _node_id(broker)
+    Legacy, Incr = AlterConfigsRequest[2], IncrementalAlterConfigsRequest[1]
+
+    def legacy() -> dict:
+        R = Legacy.AlterConfigsResource
+        resp = alice_call(broker, pki, Legacy(resources=[
+            R(resource_type=rt, resource_name=n, configs=[
+                R.AlterableConfig(name=k, value=v)]) for rt, n, k, v in (
+                (TOPIC_CONFIG, mine, "retention.ms", "3600000"),
+                (TOPIC_CONFIG, other, "retention.ms", "3600000"),
+                (BROKER_CONFIG, node, "log.cleaner.threads", "2"))], validate_only=True))
+        return {(r.resource_type, r.resource_name): (r.error_code, r.error_message)
+                for r in resp.responses}
+
+    def incremental() -> dict:
+        R = Incr.AlterConfigsResource
+        resp = alice_call(broker, pki, Incr(resources=[
+            R(resource_type=rt, resource_name=n, configs=[
+                R.AlterableConfig(name=k, config_operation=0, value=v)]) for rt, n, k, v in (
+                (TOPIC_CONFIG, mine, "retention.ms", "3600000"),
+                (TOPIC_CONFIG, other, "retention.ms", "3600000"),
+                (BROKER_CONFIG, node, "log.cleaner.threads", "2"),
+                (BROKER_LOGGER_CONFIG, node, "root", "INFO"))], validate_only=True))
+        return {(r.resource_type, r.resource_name): (r.error_code, r.error_message)
+                for r in resp.responses}
+
+    want = {(TOPIC_CONFIG, mine): (0, None), (TOPIC_CONFIG, other): TOPIC_REFUSED,
+            (BROKER_CONFIG, node): CLUSTER_REFUSED}
+    assert eventually(legacy, lambda got: got == want) == want
+    want[(BROKER_LOGGER_CONFIG, node)] = (CLUSTER_AUTHORIZATION_FAILED, None)  # Kafka's broker
+    assert incremental() == want
