@@ -13,13 +13,15 @@ import uuid
 from typing import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType)
 from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest,
                                   DeleteRecordsRequest, DeleteTopicsRequest,
                                   DescribeClusterRequest, DescribeConfigsRequest,
-                                  IncrementalAlterConfigsRequest)
+                                  DescribeProducersRequest, DescribeTransactionsRequest,
+                                  IncrementalAlterConfigsRequest, ListTransactionsRequest)
+from kafka.protocol.consumer import OffsetDeleteRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata import MetadataRequest
 
 from kafkalite.testing import BrokerProcess
@@ -399,3 +401,118 @@ def test_alter_configs_per_resource(broker, pki):
     assert eventually(legacy, lambda got: got == want) == want
     want[(BROKER_LOGGER_CONFIG, node)] = (CLUSTER_AUTHORIZATION_FAILED, None)  # Kafka's broker
     assert incremental() == want
+
+
+# --- groups' offsets, epochs, producers, transactions ---
+
+GROUP_REFUSED_CODE, CLUSTER_REFUSED_CODE = GROUP_AUTHORIZATION_FAILED, 31
+
+
+def test_offset_delete_needs_delete_on_the_group_and_read_on_the_topic(broker, pki):
+    topic, group = _topic("od"), _topic("od-grp")
+    create_topic(broker[0], topic)
+    admin = Consumer({"bootstrap.servers": broker[1], **_tls_conf(pki, "admin"),
+                      "group.id": group, "enable.auto.commit": False})
+    def commit():  # Kafka creates its offsets topic at the first commit: NOT_COORDINATOR
+        try:
+            return admin.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        except KafkaException as e:
+            return e
+
+    try:  # the group exists, with a committed offset and no members
+        eventually(commit, lambda r: not isinstance(r, KafkaException), timeout=30)
+    finally:
+        admin.close()
+    Req = OffsetDeleteRequest[0]
+
+    def delete():
+        resp = alice_call(broker, pki, Req(group_id=group, topics=[Req.OffsetDeleteRequestTopic(
+            name=topic, partitions=[Req.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
+                partition_index=0)])]))
+        return resp.error_code, [(t.name, [p.error_code for p in t.partitions])
+                                 for t in resp.topics]
+
+    allow(broker, pki, _literal(group, AclOperation.READ, ResourceType.GROUP))
+    assert eventually(delete, lambda got: got[0] == GROUP_AUTHORIZATION_FAILED) == \
+        (GROUP_AUTHORIZATION_FAILED, [])
+    allow(broker, pki, _literal(group, AclOperation.DELETE, ResourceType.GROUP))
+    want = (0, [(topic, [TOPIC_AUTHORIZATION_FAILED])])
+    assert eventually(delete, lambda got: got == want) == want
+
+
+def test_offset_for_leader_epoch_needs_describe_refusals_last(broker, pki):
+    seen, hidden = _topic("ofle-seen"), _topic("ofle-hidden")
+    for t in (seen, hidden):
+        create_topic(broker[0], t)
+    allow(broker, pki, _literal(seen, AclOperation.DESCRIBE))
+    Req = OffsetForLeaderEpochRequest[4]
+    Part = Req.OffsetForLeaderTopic.OffsetForLeaderPartition
+
+    def epochs():
+        resp = alice_call(broker, pki, Req(replica_id=-1, topics=[Req.OffsetForLeaderTopic(
+            topic=t, partitions=[Part(partition=0, current_leader_epoch=-1, leader_epoch=0)])
+            for t in (hidden, seen)]))
+        return [(t.topic, [(p.error_code, p.end_offset) for p in t.partitions])
+                for t in resp.topics]
+
+    want = [(seen, [(0, 0)]), (hidden, [(TOPIC_AUTHORIZATION_FAILED, -1)])]
+    assert eventually(epochs, lambda got: got == want) == want
+
+
+def test_describe_producers_needs_read(broker, pki):
+    topic = _topic("dp")
+    create_topic(broker[0], topic)
+    allow(broker, pki, _literal(topic, AclOperation.DESCRIBE))
+    Req = DescribeProducersRequest[0]
+
+    def describe():
+        resp = alice_call(broker, pki, Req(topics=[Req.TopicRequest(name=topic,
+                                                                    partition_indexes=[0])]))
+        return [(p.error_code, p.error_message) for p in resp.topics[0].partitions]
+
+    assert describe() == [TOPIC_REFUSED]
+    allow(broker, pki, _literal(topic, AclOperation.READ))
+    assert eventually(describe, lambda got: got[0][0] == 0) == [(0, None)]
+
+
+def test_transactions_need_describe_on_the_transactional_id(broker, pki):
+    """DescribeTransactions: TRANSACTIONAL_ID_AUTHORIZATION_FAILED without DESCRIBE;
+    ListTransactions leaves out the ids alice may not describe."""
+    topic, stem = _topic("tx"), uuid.uuid4().hex[:8]
+    seen, hidden = f"lt-seen-{stem}", f"lt-hidden-{stem}"
+    create_topic(broker[0], topic)
+    for txn in (seen, hidden):
+        p = Producer({"bootstrap.servers": broker[1], **_tls_conf(pki, "admin"),
+                      "transactional.id": txn})
+        p.init_transactions(30)
+        p.flush(5)
+    allow(broker, pki, _literal(seen, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID))
+
+    def describe():
+        resp = alice_call(broker, pki, DescribeTransactionsRequest[0](
+            transactional_ids=[hidden, seen]))
+        return [(s.transactional_id, s.error_code, s.transaction_state)
+                for s in resp.transaction_states]
+
+    want = [(hidden, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ""), (seen, 0, "Empty")]
+    assert eventually(describe, lambda got: got == want) == want
+    listed = {s.transactional_id for s in alice_call(
+        broker, pki, ListTransactionsRequest[1]()).transaction_states}
+    assert seen in listed and hidden not in listed
+
+
+def test_write_txn_markers_needs_cluster_action(broker, pki):
+    from tests.integration.test_txn_coordinator_wire import Wire
+    topic = _topic("wtm")
+    create_topic(broker[0], topic)
+    w = Wire.__new__(Wire)  # its raw requests, over alice's TLS connection
+    w.sock, w.corr = alice_socket(broker, pki), 0
+    try:
+        m = w.mod(27, 1)
+        r = w.call(27, 1, markers=(m.WritableTxnMarker(
+            producer_id=1000, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+            topics=(m.WritableTxnMarkerTopic(name=topic, partition_indexes=(0,)),)),))
+    finally:
+        w.close()
+    assert [(x.producer_id, t.name, p.partition_index, p.error_code) for x in r.markers
+            for t in x.topics for p in t.partitions] == [(1000, topic, 0, CLUSTER_REFUSED_CODE)]
