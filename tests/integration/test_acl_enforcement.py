@@ -19,7 +19,8 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest,
                                   DeleteRecordsRequest, DeleteTopicsRequest,
                                   DescribeClusterRequest, DescribeConfigsRequest,
-                                  DescribeProducersRequest, DescribeTransactionsRequest,
+                                  DescribeProducersRequest, DescribeTopicPartitionsRequest,
+                                  DescribeTransactionsRequest,
                                   IncrementalAlterConfigsRequest, ListTransactionsRequest)
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata import MetadataRequest
@@ -516,3 +517,59 @@ def test_write_txn_markers_needs_cluster_action(broker, pki):
         w.close()
     assert [(x.producer_id, t.name, p.partition_index, p.error_code) for x in r.markers
             for t in x.topics for p in t.partitions] == [(1000, topic, 0, CLUSTER_REFUSED_CODE)]
+
+
+def test_describe_topic_partitions_needs_describe(broker, pki):
+    """Named topics without DESCRIBE come after the others, refused with the zero id, whether
+    they exist or not; topic_authorized_operations are alice's."""
+    seen, hidden, missing = _topic("dtp-seen"), _topic("dtp-hidden"), _topic("dtp-missing")
+    for t in (seen, hidden):
+        create_topic(broker[0], t)
+    allow(broker, pki, _literal(seen, AclOperation.DESCRIBE))
+    Req = DescribeTopicPartitionsRequest[0]
+
+    def describe():
+        resp = alice_call(broker, pki, Req(topics=[Req.TopicRequest(name=n) for n in (
+            hidden, missing, seen)], response_partition_limit=2000, cursor=None))
+        return [(t.name, t.error_code, t.topic_id is None, len(t.partitions),
+                 t.topic_authorized_operations) for t in resp.topics]
+
+    got = eventually(describe, lambda got: got[0][1] == 0)
+    assert got[0] == (seen, 0, False, 1, 1 << DESCRIBE)
+    assert sorted(got[1:]) == sorted([(hidden, TOPIC_AUTHORIZATION_FAILED, True, 0, -(1 << 31)),
+                                      (missing, TOPIC_AUTHORIZATION_FAILED, True, 0, -(1 << 31))])
+
+
+def test_consumer_group_protocol_needs_read_and_describe(broker, pki, request):
+    """ConsumerGroupHeartbeat: READ on the group, then DESCRIBE on the subscribed topics;
+    ConsumerGroupDescribe: DESCRIBE on the group, refusals first (Kafka 4.x KafkaApis).
+    No reference run: Kafka 3.8 does not serve KIP-848 groups unless asked to."""
+    if request.node.callspec.params["broker"] == "kafka":
+        pytest.skip("Kafka 3.8 serves ConsumerGroupHeartbeat only with its early-access flag")
+    from datetime import timedelta
+    from tests.integration.test_groups_helpers import RawClient
+    topic, hidden, group, other = _topic("cg"), _topic("cg-hidden"), _topic("cgg"), _topic("cgo")
+    for t in (topic, hidden):
+        create_topic(broker[0], t)
+    c = RawClient.__new__(RawClient)  # its kio requests, over alice's TLS connection
+    c.sock, c.client_id, c.corr, c.pending = alice_socket(broker, pki), b"alice", 0, []
+
+    def heartbeat(topics):
+        r = c.call(68, 1, group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+                   instance_id=None, rack_id=None, rebalance_timeout=timedelta(seconds=30),
+                   subscribed_topic_names=tuple(topics), subscribed_topic_regex=None,
+                   server_assignor=None, topic_partitions=())
+        return r.error_code, r.error_message
+
+    try:
+        assert heartbeat([topic]) == (GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+        allow(broker, pki, _literal(group, AclOperation.READ, ResourceType.GROUP),
+              _literal(topic, AclOperation.DESCRIBE))
+        assert heartbeat([topic, hidden]) == (TOPIC_AUTHORIZATION_FAILED, None)
+        assert heartbeat([topic]) == (0, None)
+        r = c.call(69, 1, group_ids=(other, group), include_authorized_operations=True)
+        assert [(g.group_id, g.error_code, g.authorized_operations) for g in r.groups] == [
+            (other, GROUP_AUTHORIZATION_FAILED, -(1 << 31)),
+            (group, 0, (1 << READ) | (1 << DESCRIBE))]  # READ implies DESCRIBE
+    finally:
+        c.sock.close()

@@ -9,14 +9,21 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ..build import make
+from ...wire.codec import response_class
+from ..build import ZERO, make
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 from ._share import offsets_request
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
     gid = req.group_id
+    if not check(ctx, Operation.READ, ResourceType.GROUP, gid):
+        return make(response_class(ctx.api_key, ctx.api_version),
+                    throttle_time=ZERO, error_code=E.group_authorization_failed,
+                    error_message="Group authorization failed.", responses=())
 
     async def answer(mod, sc, t, topic):
         entries = []
