@@ -189,9 +189,18 @@ def admin_refusal(ctx: Any, operation: Operation, items: Iterable[Any],
     if ctx.broker.authorizer is None:
         return ErrorCode.security_disabled, "No Authorizer is configured."
     if not cluster(ctx, operation):
-        return (ErrorCode.cluster_authorization_failed,
-                f"Request {principal_of(ctx)} is not authorized.")
+        return ErrorCode.cluster_authorization_failed, not_authorized(ctx)
     return None
+
+
+def not_authorized(ctx: Any) -> str:
+    """The message of the ClusterAuthorizationException Kafka's authorizeClusterOperation
+    throws ("Request <its Request's toString> is not authorized."), the principal standing in
+    for Kafka's connection details."""
+    return f"Request {principal_of(ctx)} is not authorized."
+
+
+CLUSTER_AUTHORIZATION_FAILED = "Cluster authorization failed."  # the error's own message
 
 
 # Config resources (DescribeConfigs / AlterConfigs / IncrementalAlterConfigs resource_type):
@@ -218,6 +227,6 @@ def config_refusal(ctx: Any, operation: Operation, config_type: int,
     return {ResourceType.TOPIC: (ErrorCode.topic_authorization_failed,
                                  "Topic authorization failed."),
             ResourceType.CLUSTER: (ErrorCode.cluster_authorization_failed,
-                                   "Cluster authorization failed."),
+                                   CLUSTER_AUTHORIZATION_FAILED),
             ResourceType.GROUP: (ErrorCode.group_authorization_failed,
                                  "Group authorization failed.")}[rtype]

@@ -11,7 +11,8 @@
 # topic missing from the named topics, or a negative cursor partition, is INVALID_REQUEST for
 # every named topic. topic_authorized_operations: the principal's (every TOPIC operation
 # without an authorizer). With ACLs, named topics without DESCRIBE follow the others as
-# TOPIC_AUTHORIZATION_FAILED (zero id) and the all-topics form leaves them out. ELR fields are empty lists (no KIP-966 on one replica).
+# TOPIC_AUTHORIZATION_FAILED (zero id) and the all-topics form leaves them out.
+# ELR fields are empty lists (no KIP-966 on one replica).
 from __future__ import annotations
 
 import uuid

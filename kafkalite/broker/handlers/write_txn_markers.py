@@ -25,7 +25,7 @@ from ...wire.errors import ErrorCode
 from ..build import response_module
 from ..registry import api
 from ...security.acl_check import cluster
-from ...security.acls import Operation, ResourceType
+from ...security.acls import Operation
 from ..txn_markers import write_markers
 
 
@@ -34,7 +34,9 @@ async def handle(ctx, req):
     mod = response_module(27, ctx.api_version)
     # producer id -> topic -> partition -> error, in the order first named
     results: dict[int, dict[str, dict[int, int]]] = {}
-    allowed = cluster(ctx, Operation.CLUSTER_ACTION)  # brokers only: else every partition fails
+    # ALTER on the cluster, else CLUSTER_ACTION (brokers), as Kafka 3.8: else every partition
+    # fails
+    allowed = cluster(ctx, Operation.ALTER) or cluster(ctx, Operation.CLUSTER_ACTION)
     for marker in req.markers:
         partitions = [(t.name, idx) for t in marker.topics for idx in t.partition_indexes]
         if not allowed:
