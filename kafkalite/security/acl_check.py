@@ -32,13 +32,14 @@
 # |                                    | brokers CLUSTER_ACTION CLUSTER                            |
 # | AddOffsetsToTxn (25)               | WRITE TRANSACTIONAL_ID, READ GROUP                        |
 # | EndTxn (26)                        | WRITE TRANSACTIONAL_ID                                    |
-# | WriteTxnMarkers (27)               | CLUSTER_ACTION CLUSTER                                    |
+# | WriteTxnMarkers (27)               | ALTER CLUSTER, else CLUSTER_ACTION CLUSTER                |
 # | TxnOffsetCommit (28)               | WRITE TRANSACTIONAL_ID, READ GROUP, READ TOPIC            |
 # | DescribeAcls (29)                  | DESCRIBE CLUSTER                                          |
 # | CreateAcls (30), DeleteAcls (31)   | ALTER CLUSTER                                             |
-# | DescribeConfigs (32)               | DESCRIBE_CONFIGS CLUSTER (broker) / TOPIC                 |
-# | AlterConfigs (33), Incremental-    | ALTER_CONFIGS CLUSTER (broker) / TOPIC                    |
-# |   AlterConfigs (44)                |                                                           |
+# | DescribeConfigs (32)               | DESCRIBE_CONFIGS CLUSTER (broker, broker logger) / TOPIC  |
+# |                                    | / GROUP (group configs); refused resources answered last  |
+# | AlterConfigs (33), Incremental-    | ALTER_CONFIGS CLUSTER (broker, broker logger) / TOPIC /   |
+# |   AlterConfigs (44)                | GROUP                                                     |
 # | AlterReplicaLogDirs (34)           | ALTER CLUSTER                                             |
 # | DescribeLogDirs (35)               | DESCRIBE CLUSTER                                          |
 # | CreatePartitions (37)              | ALTER TOPIC                                               |
@@ -52,6 +53,7 @@
 # | DescribeClientQuotas (48)          | DESCRIBE_CONFIGS CLUSTER                                  |
 # | AlterClientQuotas (49)             | ALTER_CONFIGS CLUSTER                                     |
 # | DescribeUserScramCredentials (50)  | DESCRIBE CLUSTER                                          |
+# | DescribeQuorum (55)                | DESCRIBE CLUSTER                                          |
 # | AlterUserScramCredentials (51)     | ALTER CLUSTER                                             |
 # | DescribeProducers (61)             | READ TOPIC                                                |
 # | DescribeTransactions (65),         | DESCRIBE TRANSACTIONAL_ID (ListTransactions leaves the    |
