@@ -363,10 +363,19 @@ def test_create_topics_needs_create_and_hides_configs_without_describe_configs(b
     assert blind in names and seeing in names and refused not in names
 
 
-def test_create_partitions_needs_alter_on_the_topic(broker, pki):
-    topic, missing = _topic("cp"), _topic("cp-missing")
+def _needs(broker, pki, prefix: str, operation, ask, refusal, granted) -> None:
+    """An existing and a missing topic refused alike, then the existing one answered once
+    alice has `operation` on it; ask(names) -> {name: answer}."""
+    topic, missing = _topic(prefix), _topic(prefix + "-missing")
     create_topic(broker[0], topic)
     allow(broker, pki, _literal(topic, AclOperation.DESCRIBE))
+    assert ask([topic, missing]) == {topic: refusal, missing: refusal}
+    allow(broker, pki, _literal(topic, operation))
+    assert eventually(lambda: ask([topic]), lambda got: got[topic] == granted) == \
+        {topic: granted}
+
+
+def test_create_partitions_needs_alter_on_the_topic(broker, pki):
     Req = CreatePartitionsRequest[3]
 
     def grow(names) -> dict:
@@ -375,16 +384,11 @@ def test_create_partitions_needs_alter_on_the_topic(broker, pki):
             validate_only=False))
         return {r.name: (r.error_code, r.error_message) for r in resp.results}
 
-    refusal = (TOPIC_AUTHORIZATION_FAILED, None)
-    assert grow([topic, missing]) == {topic: refusal, missing: refusal}
-    allow(broker, pki, _literal(topic, AclOperation.ALTER))
-    assert eventually(lambda: grow([topic]), lambda got: got[topic][0] == 0) == {topic: (0, None)}
+    _needs(broker, pki, "cp", AclOperation.ALTER, grow, (TOPIC_AUTHORIZATION_FAILED, None),
+           (0, None))
 
 
 def test_delete_records_needs_delete_on_the_topic(broker, pki):
-    topic, missing = _topic("dr"), _topic("dr-missing")
-    create_topic(broker[0], topic)
-    allow(broker, pki, _literal(topic, AclOperation.DESCRIBE))
     Req = DeleteRecordsRequest[2]
 
     def delete(names) -> dict:
@@ -394,11 +398,8 @@ def test_delete_records_needs_delete_on_the_topic(broker, pki):
         return {t.name: [(p.error_code, p.low_watermark) for p in t.partitions]
                 for t in resp.topics}
 
-    refusal = [(TOPIC_AUTHORIZATION_FAILED, -1)]
-    assert delete([topic, missing]) == {topic: refusal, missing: refusal}
-    allow(broker, pki, _literal(topic, AclOperation.DELETE))
-    assert eventually(lambda: delete([topic]), lambda got: got[topic][0][0] == 0) == \
-        {topic: [(0, 0)]}
+    _needs(broker, pki, "dr", AclOperation.DELETE, delete,
+           [(TOPIC_AUTHORIZATION_FAILED, -1)], [(0, 0)])
 
 
 def test_delete_topics_refusals(broker, pki):
@@ -655,3 +656,32 @@ def test_consumer_group_protocol_needs_read_and_describe(broker, pki, request):
             (group, 0, (1 << READ) | (1 << DESCRIBE))]  # READ implies DESCRIBE
     finally:
         c.sock.close()
+
+
+def test_share_group_apis_need_the_group(broker, pki, request):
+    """ShareGroupHeartbeat (READ), ShareGroupDescribe and DescribeShareGroupOffsets
+    (DESCRIBE), DeleteShareGroupOffsets (DELETE) refuse a group alice has no ACL on, as Kafka
+    4.x. No reference run: Kafka 3.8 has no share groups."""
+    if request.node.callspec.params["broker"] == "kafka":
+        pytest.skip("Kafka 3.8 does not serve share groups")
+    from tests.integration.test_groups_helpers import RawClient
+    group, topic = _topic("sg"), _topic("sgt")
+    create_topic(broker[0], topic)
+    c = RawClient.__new__(RawClient)
+    c.sock, c.client_id, c.corr, c.pending = alice_socket(broker, pki), b"alice", 0, []
+    refused = (GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    try:
+        hb = c.call(76, 1, group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+                    rack_id=None, subscribed_topic_names=(topic,))
+        described = c.call(77, 1, group_ids=(group,), include_authorized_operations=True)
+        m90, m92 = c.schema(90, 0), c.schema(92, 0)
+        offsets = c.call(90, 0, groups=(m90.DescribeShareGroupOffsetsRequestGroup(
+            group_id=group, topics=None),))
+        deleted = c.call(92, 0, group_id=group, topics=(
+            m92.DeleteShareGroupOffsetsRequestTopic(topic_name=topic),))
+    finally:
+        c.sock.close()
+    assert (hb.error_code, hb.error_message) == refused
+    assert [(g.error_code, g.error_message) for g in described.groups] == [refused]
+    assert [(g.error_code, g.error_message) for g in offsets.groups] == [refused]
+    assert (deleted.error_code, deleted.error_message, deleted.responses) == (*refused, ())

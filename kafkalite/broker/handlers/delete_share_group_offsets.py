@@ -9,21 +9,18 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
-from ...wire.codec import response_class
-from ..build import ZERO, make
+from ..build import make
 from ..registry import api
-from ...security.acl_check import check
-from ...security.acls import Operation, ResourceType
+from ...security.acls import Operation
+from .alter_share_group_offsets import group_refusal
 from ._share import offsets_request
 
 
 @api(92, "DeleteShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
     gid = req.group_id
-    if not check(ctx, Operation.DELETE, ResourceType.GROUP, gid):
-        return make(response_class(ctx.api_key, ctx.api_version),
-                    throttle_time=ZERO, error_code=E.group_authorization_failed,
-                    error_message="Group authorization failed.", responses=())
+    if (refused := group_refusal(ctx, Operation.DELETE, gid)) is not None:
+        return refused
 
     async def answer(mod, sc, t, topic):
         if topic is None:
