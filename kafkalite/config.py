@@ -394,21 +394,15 @@ def parse_listener(spec: str) -> tuple[str, int]:
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """Java .properties subset: key=value or key: value, # and ! comments."""
-    out: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            s = line.strip()
-            if not s or s[0] in "#!":
-                continue
-            for sep in ("=", ":"):
-                if sep in s:
-                    k, v = s.split(sep, 1)
-                    out[k.strip()] = v.strip()
-                    break
-            else:
-                raise ConfigError(f"{path}: cannot parse line {line.rstrip()!r}")
-    return out
+    """A .properties file exactly as java.util.Properties.load reads it (Kafka's
+    server.properties): ISO-8859-1 bytes, escapes, continuations, # and ! comments."""
+    from .java_properties import PropertiesError, parse
+    with open(path, "rb") as f:
+        text = f.read().decode("latin-1")
+    try:
+        return parse(text)
+    except PropertiesError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -32,13 +32,14 @@
 # |                                    | brokers CLUSTER_ACTION CLUSTER                            |
 # | AddOffsetsToTxn (25)               | WRITE TRANSACTIONAL_ID, READ GROUP                        |
 # | EndTxn (26)                        | WRITE TRANSACTIONAL_ID                                    |
-# | WriteTxnMarkers (27)               | CLUSTER_ACTION CLUSTER                                    |
+# | WriteTxnMarkers (27)               | ALTER CLUSTER, else CLUSTER_ACTION CLUSTER                |
 # | TxnOffsetCommit (28)               | WRITE TRANSACTIONAL_ID, READ GROUP, READ TOPIC            |
 # | DescribeAcls (29)                  | DESCRIBE CLUSTER                                          |
 # | CreateAcls (30), DeleteAcls (31)   | ALTER CLUSTER                                             |
-# | DescribeConfigs (32)               | DESCRIBE_CONFIGS CLUSTER (broker) / TOPIC                 |
-# | AlterConfigs (33), Incremental-    | ALTER_CONFIGS CLUSTER (broker) / TOPIC                    |
-# |   AlterConfigs (44)                |                                                           |
+# | DescribeConfigs (32)               | DESCRIBE_CONFIGS CLUSTER (broker, broker logger) / TOPIC  |
+# |                                    | / GROUP (group configs); refused resources answered last  |
+# | AlterConfigs (33), Incremental-    | ALTER_CONFIGS CLUSTER (broker, broker logger) / TOPIC /   |
+# |   AlterConfigs (44)                | GROUP                                                     |
 # | AlterReplicaLogDirs (34)           | ALTER CLUSTER                                             |
 # | DescribeLogDirs (35)               | DESCRIBE CLUSTER                                          |
 # | CreatePartitions (37)              | ALTER TOPIC                                               |
@@ -52,6 +53,7 @@
 # | DescribeClientQuotas (48)          | DESCRIBE_CONFIGS CLUSTER                                  |
 # | AlterClientQuotas (49)             | ALTER_CONFIGS CLUSTER                                     |
 # | DescribeUserScramCredentials (50)  | DESCRIBE CLUSTER                                          |
+# | DescribeQuorum (55)                | DESCRIBE CLUSTER                                          |
 # | AlterUserScramCredentials (51)     | ALTER CLUSTER                                             |
 # | DescribeProducers (61)             | READ TOPIC                                                |
 # | DescribeTransactions (65),         | DESCRIBE TRANSACTIONAL_ID (ListTransactions leaves the    |
@@ -189,6 +191,44 @@ def admin_refusal(ctx: Any, operation: Operation, items: Iterable[Any],
     if ctx.broker.authorizer is None:
         return ErrorCode.security_disabled, "No Authorizer is configured."
     if not cluster(ctx, operation):
-        return (ErrorCode.cluster_authorization_failed,
-                f"Request {principal_of(ctx)} is not authorized.")
+        return ErrorCode.cluster_authorization_failed, not_authorized(ctx)
     return None
+
+
+def not_authorized(ctx: Any) -> str:
+    """The message of the ClusterAuthorizationException Kafka's authorizeClusterOperation
+    throws ("Request <its Request's toString> is not authorized."), the principal standing in
+    for Kafka's connection details."""
+    return f"Request {principal_of(ctx)} is not authorized."
+
+
+CLUSTER_AUTHORIZATION_FAILED = "Cluster authorization failed."  # the error's own message
+
+
+# Config resources (DescribeConfigs / AlterConfigs / IncrementalAlterConfigs resource_type):
+# TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, and what each is authorized against.
+_CONFIG_RESOURCES = {2: ResourceType.TOPIC, 4: ResourceType.CLUSTER, 8: ResourceType.CLUSTER,
+                     16: ResourceType.CLUSTER, 32: ResourceType.GROUP}
+
+
+def config_refusal(ctx: Any, operation: Operation, config_type: int,
+                   name: str) -> tuple[int, str | None] | None:
+    """(error code, message) refusing `operation` (DESCRIBE_CONFIGS / ALTER_CONFIGS) on one
+    config resource, as KafkaApis / ControllerApis.authorizeAlterResource: on the TOPIC, on
+    the CLUSTER for BROKER, BROKER_LOGGER and CLIENT_METRICS, on the GROUP for group configs
+    (Kafka 4.x); the message is the error's own (ApiError(error)). None when allowed or the
+    type is not one of these (the handler refuses it for its own reason)."""
+    from ..wire.errors import ErrorCode
+    rtype = _CONFIG_RESOURCES.get(config_type)
+    if rtype is None:
+        return None
+    if rtype == ResourceType.CLUSTER:
+        name = CLUSTER_NAME
+    if check(ctx, operation, rtype, name):
+        return None
+    return {ResourceType.TOPIC: (ErrorCode.topic_authorization_failed,
+                                 "Topic authorization failed."),
+            ResourceType.CLUSTER: (ErrorCode.cluster_authorization_failed,
+                                   CLUSTER_AUTHORIZATION_FAILED),
+            ResourceType.GROUP: (ErrorCode.group_authorization_failed,
+                                 "Group authorization failed.")}[rtype]

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from ...wire.codec import response_class
 from ..build import ZERO, make, response_module
+from ...wire.errors import ErrorCode
 from ..registry import api
+from ...security.acl_check import CLUSTER_AUTHORIZATION_FAILED, cluster
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 @api(49, "AlterClientQuotas", (0, 1))
@@ -24,7 +29,11 @@ async def handle(ctx, req):
     mod = response_module(49, v)
     entries = [([(e.entity_type, e.entity_name) for e in entry.entity],
                  [(op.key, op.value, op.remove) for op in entry.ops]) for entry in req.entries]
-    results = ctx.broker.quotas.alter(entries, req.validate_only)
+    if cluster(ctx, Operation.ALTER_CONFIGS):
+        results = ctx.broker.quotas.alter(entries, req.validate_only)
+    else:
+        results = [(entity, DENIED, CLUSTER_AUTHORIZATION_FAILED)
+                   for entity, _ops in entries]
     return make(response_class(49, v), throttle_time=ZERO, entries=tuple(
         mod.EntryData(error_code=code, error_message=message,
                       entity=tuple(mod.EntityData(entity_type=t, entity_name=n)

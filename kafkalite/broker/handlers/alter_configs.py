@@ -18,12 +18,17 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode, KafkaError
 from .. import dynamic_configs
 from ..registry import api
+from ...security.acl_check import config_refusal
+from ...security.acls import Operation
 from ._configs import (BROKER, TOPIC, alter_response, apply_topic_configs, broker_level,
                        check_alter_resource)
 
 
-async def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
+async def _alter(broker, r, duplicated: bool, validate_only: bool,
+                 refusal: tuple[int, str | None] | None = None) -> None:
     check_alter_resource(r, duplicated, [c.name for c in r.configs if c.value is None])
+    if refusal is not None:
+        raise KafkaError(*refusal)
     if r.resource_type == TOPIC:
         await apply_topic_configs(broker, r.resource_name,
                                   {c.name: c.value for c in r.configs}, validate_only)
@@ -37,4 +42,11 @@ async def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
 
 @api(33, "AlterConfigs", (0, 2))
 async def handle(ctx, req):
-    return await alter_response(ctx, req, _alter)
+    async def authorized(broker, r, duplicated: bool, validate_only: bool) -> None:
+        # ALTER_CONFIGS on the topic, or the cluster for BROKER; the legacy API takes no other
+        # type, refused later for that (ControllerApis.authorizeAlterResource).
+        refusal = config_refusal(ctx, Operation.ALTER_CONFIGS, r.resource_type,
+                                 r.resource_name) if r.resource_type in (TOPIC, BROKER) else None
+        await _alter(broker, r, duplicated, validate_only, refusal)
+
+    return await alter_response(ctx, req, authorized)

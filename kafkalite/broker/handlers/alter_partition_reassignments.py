@@ -15,7 +15,11 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster, not_authorized
+from ...security.acls import Operation
 from .create_topics import validate_replicas
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 def _check(broker, topic: str, partition: int, replicas) -> None:
@@ -36,10 +40,13 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(45, v)
     out = []
+    refusal = None if cluster(ctx, Operation.ALTER) else not_authorized(ctx)
     for t in req.topics:
         parts = []
         for p in t.partitions:
             try:
+                if refusal is not None:  # every partition and the request refused, as Kafka
+                    raise KafkaError(DENIED, refusal)
                 _check(ctx.broker, t.name, p.partition_index, p.replicas)
                 code, msg = ErrorCode.none, None
             except KafkaError as e:
@@ -50,5 +57,6 @@ async def handle(ctx, req):
     return make(response_class(45, v), throttle_time=ZERO,
                 allow_replication_factor_change=getattr(req, "allow_replication_factor_change",
                                                         True),
-                error_code=ErrorCode.none, error_message=None if out else "",
+                error_code=ErrorCode.none if refusal is None else DENIED,
+                error_message=refusal if refusal is not None else None if out else "",
                 responses=tuple(out))

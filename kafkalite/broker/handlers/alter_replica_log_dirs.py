@@ -14,6 +14,10 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 @api(34, "AlterReplicaLogDirs", (1, 2))
@@ -22,12 +26,15 @@ async def handle(ctx, req):
     mod = response_module(34, v)
     logs = ctx.broker.logs
     results = []
+    allowed = cluster(ctx, Operation.ALTER)
     for d in req.dirs:
         here = os.path.abspath(d.path) == logs.data_dir
         for t in d.topics:
             parts = []
             for i in t.partitions:
-                if not here:
+                if not allowed:
+                    code = DENIED
+                elif not here:
                     code = ErrorCode.log_dir_not_found
                 elif logs.partition(t.name, i) is None:
                     code = ErrorCode.unknown_topic_or_partition

@@ -8,15 +8,32 @@
 # UNKNOWN_TOPIC_OR_PARTITION (per partition). A group not yet known is created by it.
 from __future__ import annotations
 
+from typing import Any
+
 from ...wire.errors import ErrorCode as E
-from ..build import make
+from ...wire.codec import response_class
+from ..build import ZERO, make
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 from ._share import offsets_request
+
+
+def group_refusal(ctx, operation: Operation, group_id: str) -> Any:
+    """The whole answer of an Alter/DeleteShareGroupOffsets request refused `operation` on
+    its group (Kafka 4.x), else None."""
+    if check(ctx, operation, ResourceType.GROUP, group_id):
+        return None
+    return make(response_class(ctx.api_key, ctx.api_version), throttle_time=ZERO,
+                error_code=E.group_authorization_failed,
+                error_message="Group authorization failed.", responses=())
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
     gid = req.group_id
+    if (refused := group_refusal(ctx, Operation.READ, gid)) is not None:
+        return refused
 
     async def answer(mod, sc, t, topic):
         entries = []

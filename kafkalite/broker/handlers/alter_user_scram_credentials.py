@@ -12,13 +12,24 @@ from __future__ import annotations
 
 from ...wire.codec import response_class
 from ..build import ZERO, make, response_module
+from ...wire.errors import ErrorCode
 from ..registry import api
+from ...security.acl_check import cluster, not_authorized
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 @api(51, "AlterUserScramCredentials", (0, 0))
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(51, v)
+    if not cluster(ctx, Operation.ALTER):  # each user named once, sorted, as Kafka
+        users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
+        return make(response_class(51, v), throttle_time=ZERO, results=tuple(
+            mod.AlterUserScramCredentialsResult(user=u, error_code=DENIED,
+                                                error_message=not_authorized(ctx))
+            for u in users))
     results = ctx.broker.scram.alter(
         [(d.name, d.mechanism) for d in req.deletions],
         [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)

@@ -13,6 +13,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import authorized_operations, denied
+from ...security.acls import Operation, ResourceType
 from .consumer_group_heartbeat import consumer_coordinator
 from .describe_groups import GROUP_OPS, NO_OPS
 
@@ -33,7 +35,16 @@ async def handle(ctx, req):
             for t, ps in sorted(a.items()) if t in topics))
 
     out = []
+    # Groups refused DESCRIBE are answered first, as Kafka 4.x adds them before asking its
+    # coordinator about the others.
+    refused = denied(ctx, Operation.DESCRIBE, ResourceType.GROUP, req.group_ids)
+    out += [make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                 error_message="Group authorization failed.", group_id=gid, group_state="",
+                 group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                 authorized_operations=NO_OPS) for gid in req.group_ids if gid in refused]
     for gid in req.group_ids:
+        if gid in refused:
+            continue
         err = b.groups.check_status(gid, allow_empty_id=False)
         group = cg.groups.get(gid) if err is None else None
         msg = None
@@ -57,5 +68,6 @@ async def handle(ctx, req):
                         group_state=group.state(), group_epoch=group.epoch,
                         assignment_epoch=group.assignment_epoch,
                         assignor_name=group.assignor or cg.assignors[0], members=members,
-                        authorized_operations=ops))
+                        authorized_operations=ops if ops == NO_OPS else
+                        authorized_operations(ctx, ResourceType.GROUP, gid)))
     return make(response_class(69, v), throttle_time=ZERO, groups=tuple(out))

@@ -18,6 +18,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, ms, response_module, to_ms
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 
 
 def consumer_coordinator(broker) -> ConsumerGroupCoordinator:
@@ -28,6 +30,17 @@ def consumer_coordinator(broker) -> ConsumerGroupCoordinator:
 
 def client_host(ctx) -> str:
     return "/" + ctx.peer.rpartition(":")[0] if ":" in ctx.peer else ctx.peer
+
+
+def _refusal(ctx, req) -> tuple[ErrorCode, str | None] | None:
+    """READ on the group, then DESCRIBE on every subscribed topic named (Kafka 4.x
+    KafkaApis): GROUP_AUTHORIZATION_FAILED with its message, TOPIC_ without one."""
+    if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return ErrorCode.group_authorization_failed, "Group authorization failed."
+    if req.subscribed_topic_names and denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
+                                             req.subscribed_topic_names):
+        return ErrorCode.topic_authorization_failed, None
+    return None
 
 
 @api(68, "ConsumerGroupHeartbeat", (0, 1))
@@ -47,6 +60,10 @@ async def handle(ctx, req):
                    getattr(req, "subscribed_topic_regex", None), req.server_assignor, owned,
                    ctx.client_id or "", client_host(ctx), v)
     cls = response_class(68, v)
+    refusal = _refusal(ctx, req)
+    if refusal is not None:
+        return make(cls, throttle_time=ZERO, error_code=refusal[0], error_message=refusal[1],
+                    member_id=None, member_epoch=0, heartbeat_interval=ZERO)
     try:
         answer = consumer_coordinator(b).heartbeat(hb)
     except HeartbeatError as e:

@@ -19,6 +19,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 from .create_topics import MAX_PARTITIONS_PER_REQUEST, validate_replicas
 
 
@@ -53,8 +55,12 @@ async def handle(ctx, req):
     counts = Counter(t.name for t in req.topics)
     rows: list[tuple[str, ErrorCode, str | None]] = []
     added = 0
+    # ALTER on each topic, refused before anything else is checked (ControllerApis).
+    refused = denied(ctx, Operation.ALTER, ResourceType.TOPIC,
+                     (n for n, c in counts.items() if c == 1))
+    rows += [(n, ErrorCode.topic_authorization_failed, None) for n in counts if n in refused]
     for t in req.topics:
-        if counts[t.name] > 1:
+        if counts[t.name] > 1 or t.name in refused:
             continue
         try:
             extra = _additional(b, t)

@@ -28,6 +28,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster, denied
+from ...security.acls import Operation, ResourceType
 from ._configs import creation_source, topic_value
 
 MAX_PARTITIONS_PER_REQUEST = 10000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
@@ -128,7 +130,12 @@ def _check(broker, t) -> tuple[int, dict[str, str]]:
 
 
 def _success(mod, broker, name: str, partitions: int, configs: dict[str, str],
-             topic_id: uuid.UUID):
+             topic_id: uuid.UUID, hidden: set[str]):
+    if name in hidden:  # no DESCRIBE_CONFIGS: the creation is told, not its shape
+        return make(mod.CreatableTopicResult, name=name, topic_id=topic_id,
+                    error_code=ErrorCode.none, error_message=None, num_partitions=-1,
+                    replication_factor=-1, configs=(),
+                    topic_config_error_code=ErrorCode.topic_authorization_failed)
     logs = broker.logs
     entries = () if not hasattr(mod, "CreatableTopicConfigs") else tuple(  # v5+
         mod.CreatableTopicConfigs(
@@ -147,6 +154,16 @@ def _failure(mod, name: str, code: ErrorCode, message: str | None):
                 replication_factor=-1, configs=())
 
 
+def _unauthorized(ctx, names: list[str]) -> tuple[set[str], set[str]]:
+    """(names refused, names whose configs the answer hides), as ControllerApis.createTopics:
+    CREATE on the cluster or else on each topic; DESCRIBE_CONFIGS on the topic for its
+    configs. The metadata topic is refused for its own reason first."""
+    names = [n for n in names if n != METADATA_TOPIC]
+    refused = set() if cluster(ctx, Operation.CREATE) else \
+        denied(ctx, Operation.CREATE, ResourceType.TOPIC, names)
+    return refused, denied(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
+
+
 @api(19, "CreateTopics", (2, 7))
 async def handle(ctx, req):
     b = ctx.broker
@@ -155,8 +172,10 @@ async def handle(ctx, req):
     counts = Counter(t.name for t in req.topics)
     results = []
     planned = []
+    unique = [n for n, c in counts.items() if c == 1]
+    refused, hidden = _unauthorized(ctx, unique)
     for t in req.topics:
-        if counts[t.name] > 1:
+        if counts[t.name] > 1 or t.name in refused:
             continue
         try:
             planned.append((t.name, *_check(b, t)))
@@ -169,7 +188,8 @@ async def handle(ctx, req):
         planned = []
     for name, partitions, configs in planned:
         if req.validate_only:
-            results.append(_success(mod, b, name, partitions, configs, uuid.uuid4()))
+            results.append(_success(mod, b, name, partitions, configs, uuid.uuid4(),
+                                    hidden))
             continue
         try:
             topic = await b.create_topic_async(name, partitions, configs)
@@ -178,7 +198,10 @@ async def handle(ctx, req):
         except OSError as e:
             results.append(_failure(mod, name, ErrorCode.kafka_storage_error, str(e)))
         else:
-            results.append(_success(mod, b, name, partitions, topic.configs, topic.topic_id))
+            results.append(_success(mod, b, name, partitions, topic.configs,
+                                    topic.topic_id, hidden))
     results += [_failure(mod, name, ErrorCode.invalid_request, "Duplicate topic name.")
                 for name, n in counts.items() if n > 1]
+    results += [_failure(mod, name, ErrorCode.topic_authorization_failed,
+                         "Authorization failed.") for name in unique if name in refused]
     return make(response_class(19, v), throttle_time=ZERO, topics=tuple(results))

@@ -15,6 +15,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, per_partition, response_module
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 from ._storage import LogError, log_error_code
 
 HIGH_WATERMARK = -1
@@ -38,8 +40,12 @@ async def handle(ctx, req):
     mod = response_module(21, v)
     logs = ctx.broker.logs
     done: dict[tuple[str, int], tuple[int, ErrorCode]] = {}
+    refused = denied(ctx, Operation.DELETE, ResourceType.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         for rp in t.partitions:
+            if t.name in refused:  # before the topic's existence, as KafkaApis
+                done[(t.name, rp.partition_index)] = -1, ErrorCode.topic_authorization_failed
+                continue
             where = f"{t.name}-{rp.partition_index}"
             p = logs.partition(t.name, rp.partition_index)
             try:

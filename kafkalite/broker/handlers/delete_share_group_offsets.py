@@ -11,12 +11,16 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode as E
 from ..build import make
 from ..registry import api
+from ...security.acls import Operation
+from .alter_share_group_offsets import group_refusal
 from ._share import offsets_request
 
 
 @api(92, "DeleteShareGroupOffsets", (0, 0))
 async def handle(ctx, req):
     gid = req.group_id
+    if (refused := group_refusal(ctx, Operation.DELETE, gid)) is not None:
+        return refused
 
     async def answer(mod, sc, t, topic):
         if topic is None:

@@ -19,11 +19,13 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ...security.acl_check import denied
+from ...security.acl_check import cluster, denied
 from ...security.acls import Operation, ResourceType
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_TOPIC = "This server does not host this topic-partition."
+# Errors.TOPIC_AUTHORIZATION_FAILED.message(), which ApiError(error) carries.
+TOPIC_AUTHORIZATION_FAILED = "Topic authorization failed."
 NO_TOPIC_ID = "This server does not host this topic ID."
 
 
@@ -80,21 +82,28 @@ def _resolve(logs, items) -> tuple[list, list]:
 
 
 def _authorized(ctx, items, targets: list, rows: list) -> tuple[list, list]:
-    """DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED whether it exists or not; a topic
-    named by id without DESCRIBE on it keeps its name secret (KafkaApis / ControllerApis)."""
+    """As ControllerApis.deleteTopics: DELETE on the cluster allows every topic; else a name
+    without DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether it exists or not, an unknown
+    describable one UNKNOWN_TOPIC_OR_PARTITION, and one without DELETE refused; a topic given
+    by id without DESCRIBE on it keeps its name secret. Named refusals carry the zero id."""
+    if cluster(ctx, Operation.DELETE):
+        return targets, rows
     by_id = {i for n, i in items if i is not None}
     names = {t.name for t in targets} | {r[0] for r in rows if r[0] is not None}
     no_delete = denied(ctx, Operation.DELETE, ResourceType.TOPIC, names)
     no_describe = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
-    failed = ErrorCode.topic_authorization_failed
-    rows = [(n, i, failed, None) if c == ErrorCode.unknown_topic_or_partition and n in no_delete
-            else (n, i, c, m) for n, i, c, m in rows]
+    failed = (ErrorCode.topic_authorization_failed, TOPIC_AUTHORIZATION_FAILED)
+    rows = [(n, ZERO_UUID, *failed) if c == ErrorCode.unknown_topic_or_partition
+            and n in no_describe else (n, i, c, m) for n, i, c, m in rows]
     for t in targets:
-        if t.topic_id in by_id and t.name in no_describe:
-            rows.append((None, t.topic_id, failed, None))
+        if t.topic_id not in by_id:
+            if t.name in no_delete or t.name in no_describe:
+                rows.append((t.name, ZERO_UUID, *failed))
+        elif t.name in no_describe:
+            rows.append((None, t.topic_id, *failed))
         elif t.name in no_delete:
-            rows.append((t.name, t.topic_id, failed, None))
-    return [t for t in targets if t.name not in no_delete], rows
+            rows.append((t.name, t.topic_id, *failed))
+    return [t for t in targets if t.name not in no_delete | no_describe], rows
 
 
 @api(20, "DeleteTopics", (1, 6))

@@ -15,6 +15,10 @@ from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..quotas import describe_entries
 from ..registry import api
+from ...security.acl_check import cluster
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 @api(48, "DescribeClientQuotas", (0, 1))
@@ -22,6 +26,9 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(48, v)
     cls = response_class(48, v)
+    if not cluster(ctx, Operation.DESCRIBE_CONFIGS):  # Kafka sends no message here
+        return make(cls, throttle_time=ZERO, error_code=DENIED, error_message=None,
+                    entries=None)
     try:
         found = ctx.broker.quotas.describe(describe_entries(req.components), req.strict)
     except KafkaError as e:

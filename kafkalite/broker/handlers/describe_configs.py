@@ -22,6 +22,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import config_refusal
+from ...security.acls import Operation
 from .find_coordinator import INVALID_REQUEST_MESSAGE
 from ._configs import (BROKER, BROKER_LOGGER, GROUP, RESOURCE_NAMES, TOPIC, Entry,
                        broker_entries, default_entries, group_entries, logger_entries,
@@ -74,7 +76,16 @@ async def handle(ctx, req):
     synonyms = bool(req.include_synonyms)
     docs = bool(getattr(req, "include_documentation", False))
     results = []
-    for r in req.resources:
+    # Resources refused DESCRIBE_CONFIGS are answered after the others, as KafkaApis does.
+    refusals = {id(r): config_refusal(ctx, Operation.DESCRIBE_CONFIGS, r.resource_type,
+                                      r.resource_name) for r in req.resources}
+    for r in sorted(req.resources, key=lambda r: refusals[id(r)] is not None):
+        if refusals[id(r)] is not None:
+            code, message = refusals[id(r)]  # type: ignore[misc]
+            results.append(mod.DescribeConfigsResult(
+                error_code=code, error_message=message, resource_type=r.resource_type,
+                resource_name=r.resource_name, configs=()))
+            continue
         try:
             entries = select(_entries(ctx.broker, r.resource_type, r.resource_name),
                              r.configuration_keys)

@@ -15,6 +15,10 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 def _disk(path: str) -> tuple[int, int]:
@@ -30,6 +34,9 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(35, v)
     logs = ctx.broker.logs
+    if not cluster(ctx, Operation.DESCRIBE):  # no directories, the code alone
+        return make(response_class(35, v), throttle_time=ZERO, error_code=DENIED,
+                    results=())
     if req.topics is None:
         wanted = {name: sorted(p.partition for p in t.partitions)
                   for name, t in logs.topics.items()}

@@ -14,8 +14,11 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 
 NO_TOPIC = "This server does not host this topic-partition."
+REFUSED = "Topic authorization failed."
 
 
 def _producers(mod, broker, p) -> tuple:
@@ -37,6 +40,8 @@ async def handle(ctx, req):
         topic_error = None
         try:
             validate_topic_name(t.name)
+            if not check(ctx, Operation.READ, ResourceType.TOPIC, t.name):
+                raise KafkaError(ErrorCode.topic_authorization_failed, REFUSED)
             if b.logs.get(t.name) is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC)
         except KafkaError as e:
@@ -48,7 +53,9 @@ async def handle(ctx, req):
                                   KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC))
             parts.append(mod.PartitionResponse(
                 partition_index=idx, error_code=err.code if err else ErrorCode.none,
-                error_message=None,  # Kafka sends the code alone
+                # Kafka sends the code alone, but for its refusal's ApiError message
+                error_message=err.message if err is not None and err.message == REFUSED
+                else None,
                 active_producers=_producers(mod, b, p) if p is not None else ()))
         topics.append(mod.TopicResponse(name=t.name, partitions=tuple(parts)))
     return make(response_class(61, ctx.api_version), throttle_time=ZERO, topics=tuple(topics))

@@ -17,6 +17,10 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import make, response_module
 from ..registry import api
+from ...security.acl_check import cluster
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 METADATA_TOPIC = "__cluster_metadata"
 LEADER_EPOCH = 1
@@ -34,6 +38,9 @@ async def handle(ctx, req):
     mod = response_module(55, v)
     cls = response_class(55, v)
     b = ctx.broker
+    if not cluster(ctx, Operation.DESCRIBE):  # the code alone (a top-level error response)
+        return make(cls, error_code=DENIED, error_message=None, topics=(),
+                    nodes=())
     if not _valid(req):
         topics = tuple(mod.TopicData(topic_name=t.topic_name, partitions=tuple(
             make(mod.PartitionData, partition_index=p.partition_index,

@@ -15,6 +15,8 @@ import uuid
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
 
 
@@ -28,8 +30,15 @@ async def handle(ctx, req):
     sc = share_coordinator(broker)
     topics = broker.logs.topics
     out = []
+    refused = denied(ctx, Operation.DESCRIBE, ResourceType.GROUP,
+                     (g.group_id for g in req.groups))
     for g in req.groups:
         gid = g.group_id
+        if gid in refused:
+            out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
+                            topics=(), error_code=E.group_authorization_failed,
+                            error_message="Group authorization failed."))
+            continue
         if sc.loading or other_group_type(broker, gid) is not None or not sc.has_group(gid):
             code, msg = loading_error(sc) or (
                 not_share_group_error(gid) if other_group_type(broker, gid)

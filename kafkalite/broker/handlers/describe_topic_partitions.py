@@ -9,8 +9,10 @@
 # not exist are UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name) and
 # count nothing against the limit; the all-topics form lists only existing ones. A cursor
 # topic missing from the named topics, or a negative cursor partition, is INVALID_REQUEST for
-# every named topic. topic_authorized_operations is every TOPIC operation, as Kafka answers
-# without an authorizer. ELR fields are empty lists (no KIP-966 on one replica).
+# every named topic. topic_authorized_operations: the principal's (every TOPIC operation
+# without an authorizer). With ACLs, named topics without DESCRIBE follow the others as
+# TOPIC_AUTHORIZATION_FAILED (zero id) and the all-topics form leaves them out.
+# ELR fields are empty lists (no KIP-966 on one replica).
 from __future__ import annotations
 
 import uuid
@@ -20,6 +22,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import authorized_operations, denied
+from ...security.acls import Operation, ResourceType
 from .metadata import NO_OPS, TOPIC_OPS
 
 MAX_PARTITIONS = 2000  # max.request.partition.size.limit
@@ -59,9 +63,12 @@ async def handle(ctx, req):
         return make(cls, throttle_time=ZERO, next_cursor=None, topics=tuple(
             _topic(mod, ErrorCode.invalid_request, t.name, uuid.UUID(int=0), False, (),
                    NO_OPS) for t in req.topics))
+    # DESCRIBE on each topic, before its existence is looked at: named ones refused are
+    # answered after the others, the all-topics form leaves them out (Kafka 3.8's handler).
+    refused = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
     remaining = max(min(MAX_PARTITIONS, req.response_partition_limit), 1)
     out, next_cursor = [], None
-    for name in sorted(names):
+    for name in sorted(names - refused):
         if remaining == 0:
             next_cursor = mod.Cursor(topic_name=name, partition_index=0)
             break
@@ -79,9 +86,13 @@ async def handle(ctx, req):
         count = len(topic.partitions)
         upper = min(count, first + remaining)
         out.append(_topic(mod, ErrorCode.none, name, topic.topic_id, topic.internal,
-                          [_partition(mod, b, i) for i in range(first, upper)]))
+                          [_partition(mod, b, i) for i in range(first, upper)],
+                          authorized_operations(ctx, ResourceType.TOPIC, name)))
         if upper < count:
             next_cursor = mod.Cursor(topic_name=name, partition_index=upper)
             break
         remaining -= max(upper - first, 0)
+    if not fetch_all:
+        out += [_topic(mod, ErrorCode.topic_authorization_failed, n, uuid.UUID(int=0), False,
+                       (), NO_OPS) for n in sorted(refused)]
     return make(cls, throttle_time=ZERO, topics=tuple(out), next_cursor=next_cursor)

@@ -12,6 +12,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, ms, response_module
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -21,7 +23,10 @@ async def handle(ctx, req):
     mod = response_module(65, ctx.api_version)
     states = []
     for txn_id in req.transactional_ids:
-        err, meta = ctx.broker.transactions.describe(txn_id)
+        if check(ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            err, meta = ctx.broker.transactions.describe(txn_id)
+        else:
+            err, meta = E.transactional_id_authorization_failed, None
         if meta is None:
             # Kafka's defaults for the fields it leaves unset.
             states.append(mod.TransactionState(
@@ -30,7 +35,9 @@ async def handle(ctx, req):
                 producer_epoch=0, topics=()))
             continue
         by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(meta.partitions):
+        hidden = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
+                        (t for t, _ in meta.partitions))
+        for topic, partition in sorted(tp for tp in meta.partitions if tp[0] not in hidden):
             by_topic.setdefault(topic, []).append(partition)
         states.append(mod.TransactionState(
             error_code=E.none, transactional_id=txn_id,

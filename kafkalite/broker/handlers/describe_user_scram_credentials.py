@@ -12,12 +12,19 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import CLUSTER_AUTHORIZATION_FAILED, cluster
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 
 @api(50, "DescribeUserScramCredentials", (0, 0))
 async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(50, v)
+    if not cluster(ctx, Operation.DESCRIBE):
+        return make(response_class(50, v), throttle_time=ZERO, error_code=DENIED,
+                    error_message=CLUSTER_AUTHORIZATION_FAILED, results=())
     users = None if req.users is None else [u.name for u in req.users]
     results = tuple(
         mod.DescribeUserScramCredentialsResult(

@@ -13,6 +13,10 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import cluster, not_authorized
+from ...security.acls import Operation
+
+DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
 
 NOT_NEEDED = "Leader election not needed for topic partition."
 
@@ -23,6 +27,13 @@ async def handle(ctx, req):
     mod = response_module(43, v)
     logs = ctx.broker.logs
     results = []
+    if not cluster(ctx, Operation.ALTER):  # each named partition refused, and the request
+        refusal = not_authorized(ctx)
+        return make(response_class(43, v), throttle_time=ZERO, error_code=DENIED,
+                    replica_election_results=tuple(mod.ReplicaElectionResult(
+                        topic=t.topic, partition_result=tuple(mod.PartitionResult(
+                            partition_id=i, error_code=DENIED, error_message=refusal)
+                            for i in t.partitions)) for t in req.topic_partitions or ()))
     if req.topic_partitions is None:
         for name in sorted(logs.topics):
             results.append(mod.ReplicaElectionResult(topic=name, partition_result=()))

@@ -28,6 +28,8 @@ from ...coordinator.group_configs import GroupConfigError, validate as validate_
 from ...wire.errors import ErrorCode, KafkaError
 from .. import dynamic_configs
 from ..registry import api
+from ...security.acl_check import config_refusal
+from ...security.acls import Operation
 from ._configs import (BROKER, BROKER_LOGGER, GROUP, LOG_LEVELS, ROOT_LOGGER, TOPIC,
                        alter_response, apply_topic_configs, broker_level,
                        check_alter_resource, group_store, loggers, node_id_of)
@@ -127,9 +129,12 @@ def _groups(broker, name: str, ops, validate_only: bool) -> None:
                          f"Cannot persist the group configs: {e}") from None
 
 
-async def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
+async def _alter(broker, r, duplicated: bool, validate_only: bool,
+                 refusal: tuple[int, str | None] | None = None) -> None:
     check_alter_resource(r, duplicated, [c.name for c in r.configs
                                          if c.value is None and c.config_operation != DELETE])
+    if refusal is not None:  # after the request's own checks, as Kafka's broker preprocess
+        raise KafkaError(*refusal)
     if r.resource_type == TOPIC:
         topic = broker.logs.get(r.resource_name)
         current = dict(topic.configs) if topic is not None else {}
@@ -154,4 +159,11 @@ async def _alter(broker, r, duplicated: bool, validate_only: bool) -> None:
 
 @api(44, "IncrementalAlterConfigs", (0, 1))
 async def handle(ctx, req):
-    return await alter_response(ctx, req, _alter)
+    async def authorized(broker, r, duplicated: bool, validate_only: bool) -> None:
+        refusal = config_refusal(ctx, Operation.ALTER_CONFIGS, r.resource_type,
+                                 r.resource_name)
+        if refusal is not None and r.resource_type == BROKER_LOGGER:
+            refusal = refusal[0], None  # refused by Kafka's broker itself, without a message
+        await _alter(broker, r, duplicated, validate_only, refusal)
+
+    return await alter_response(ctx, req, authorized)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from ...wire.codec import response_class
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 
 
 @api(66, "ListTransactions", (0, 2))
@@ -21,9 +23,13 @@ async def handle(ctx, req):
     err, found, unknown = ctx.broker.transactions.list(
         req.producer_id_filters, req.state_filters, getattr(req, "duration_filter", -1),
         getattr(req, "transactional_id_pattern", None))
+    # only the transactional ids the principal may DESCRIBE, as KafkaApis filters them
+    hidden = denied(ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                    (m.transactional_id for m in found))
     rows = tuple(mod.TransactionState(transactional_id=m.transactional_id,
                                       producer_id=m.producer_id,
-                                      transaction_state=m.state.kafka_name) for m in found)
+                                      transaction_state=m.state.kafka_name)
+                 for m in found if m.transactional_id not in hidden)
     return make(response_class(66, ctx.api_version), throttle_time=ZERO,
                 error_code=err,
                 unknown_state_filters=tuple(unknown), transaction_states=rows)

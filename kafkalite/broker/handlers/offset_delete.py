@@ -11,18 +11,26 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 
 
 @api(47, "OffsetDelete", (0, 0))
 async def handle(ctx, req):
     b = ctx.broker
     mod = response_module(47, ctx.api_version)
+    cls = response_class(47, ctx.api_version)
+    if not check(ctx, Operation.DELETE, ResourceType.GROUP, req.group_id):
+        return make(cls, error_code=ErrorCode.group_authorization_failed, throttle_time=ZERO,
+                    topics=())
     order = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    errors = {tp: ErrorCode.unknown_topic_or_partition for tp in order
-              if b.logs.partition(*tp) is None}
+    unread = denied(ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
+    # READ on the topic is checked before the partition's existence, as KafkaApis
+    errors = {tp: ErrorCode.topic_authorization_failed if tp[0] in unread
+              else ErrorCode.unknown_topic_or_partition for tp in order
+              if tp[0] in unread or b.logs.partition(*tp) is None}
     valid = [tp for tp in order if tp not in errors]
     err, results = b.groups.delete_offsets(req.group_id, valid)
-    cls = response_class(47, ctx.api_version)
     if err != ErrorCode.none:
         return make(cls, error_code=err, throttle_time=ZERO, topics=())
     errors.update(results)

@@ -15,6 +15,8 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, per_partition, response_module
 from ..registry import api
+from ...security.acl_check import cluster, denied
+from ...security.acls import Operation, ResourceType
 from .fetch import check_leader_epoch
 
 UNDEFINED = -1
@@ -51,6 +53,15 @@ async def handle(ctx, req):
         return mod.EpochEndOffset(error_code=code, partition=rp.partition,
                                   leader_epoch=epoch, end_offset=offset)
 
-    topics = per_partition(req.topics, "topic", answer, lambda name, parts:
-                           mod.OffsetForLeaderTopicResult(topic=name, partitions=parts))
+    # CLUSTER_ACTION (replicas) or DESCRIBE on each topic (consumers, KIP-320); refused topics
+    # are answered after the others, as KafkaApis does.
+    refused = set() if cluster(ctx, Operation.CLUSTER_ACTION) else \
+        denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in req.topics))
+    topics = per_partition([t for t in req.topics if t.topic not in refused], "topic", answer,
+                           lambda name, parts: mod.OffsetForLeaderTopicResult(
+                               topic=name, partitions=parts))
+    topics += tuple(mod.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(
+        mod.EpochEndOffset(error_code=ErrorCode.topic_authorization_failed,
+                           partition=rp.partition, leader_epoch=UNDEFINED, end_offset=UNDEFINED)
+        for rp in t.partitions)) for t in req.topics if t.topic in refused)
     return make(response_class(23, v), throttle_time=ZERO, topics=topics)

@@ -14,6 +14,8 @@ from ...coordinator.share_sessions import FINAL_EPOCH, INITIAL_EPOCH
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 from ._share import apply_acks, share_coordinator
 
 
@@ -29,6 +31,8 @@ async def handle(ctx, req):
 
     if not req.group_id or not req.member_id:
         return top_error(E.invalid_request, "group id and member id must be set")
+    if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return top_error(E.group_authorization_failed, "Group authorization failed.")
     if sc.loading:  # the records' state comes from the replay (see share_fetch.py)
         await sc.loaded.wait()
     if req.share_session_epoch == INITIAL_EPOCH:

@@ -33,6 +33,8 @@ from ...coordinator.share_sessions import FINAL_EPOCH, INITIAL_EPOCH
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, ms, response_module, to_ms
 from ..registry import api
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
 from ._share import apply_acks, share_coordinator
 from ._storage import LogError
 
@@ -127,6 +129,8 @@ async def handle(ctx, req):
 
     if not req.group_id or not req.member_id:
         return top_error(E.invalid_request, "group id and member id must be set")
+    if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return top_error(E.group_authorization_failed, "Group authorization failed.")
     if sc.loading:  # share-partitions initialise from the replayed state, as Kafka's wait
         await sc.loaded.wait()  # for their persister read
     has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ..registry import api
+from ...security.acl_check import denied
+from ...security.acls import Operation, ResourceType
 from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
 from .describe_groups import GROUP_OPS, NO_OPS
 
@@ -22,8 +24,15 @@ async def handle(ctx, req):
     ops = GROUP_OPS if req.include_authorized_operations else NO_OPS
     topics = broker.logs.topics
     out = []
+    refused = denied(ctx, Operation.DESCRIBE, ResourceType.GROUP, req.group_ids)
     for gid in req.group_ids:
         group = sc.groups.groups.get(gid)
+        if gid in refused:
+            out.append(make(mod.DescribedGroup, error_code=E.group_authorization_failed,
+                            error_message="Group authorization failed.", group_id=gid,
+                            group_state="Dead", group_epoch=-1, assignment_epoch=-1,
+                            assignor_name="", members=(), authorized_operations=NO_OPS))
+            continue
         if group is None or sc.loading:
             code, msg = loading_error(sc) or (
                 not_share_group_error(gid) if other_group_type(broker, gid)

@@ -14,6 +14,8 @@ from ...coordinator.share_group import ShareGroupError
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, ms, response_module
 from ..registry import api
+from ...security.acl_check import check, denied
+from ...security.acls import Operation, ResourceType
 from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
 
 
@@ -28,6 +30,12 @@ async def handle(ctx, req):
                     error_message=message, member_id=None, member_epoch=0,
                     heartbeat_interval=ZERO, assignment=None)
 
+    # READ on the group, then DESCRIBE on the subscribed topics (Kafka 4.x KafkaApis)
+    if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return fail(E.group_authorization_failed, "Group authorization failed.")
+    if req.subscribed_topic_names and denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
+                                             req.subscribed_topic_names):
+        return fail(E.topic_authorization_failed, None)  # type: ignore[arg-type]
     loading = loading_error(sc)
     if loading is not None:
         return fail(*loading)

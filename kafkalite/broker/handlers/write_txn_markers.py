@@ -21,8 +21,11 @@
 from __future__ import annotations
 
 from ...wire.codec import response_class
+from ...wire.errors import ErrorCode
 from ..build import response_module
 from ..registry import api
+from ...security.acl_check import cluster
+from ...security.acls import Operation
 from ..txn_markers import write_markers
 
 
@@ -31,11 +34,17 @@ async def handle(ctx, req):
     mod = response_module(27, ctx.api_version)
     # producer id -> topic -> partition -> error, in the order first named
     results: dict[int, dict[str, dict[int, int]]] = {}
+    # ALTER on the cluster, else CLUSTER_ACTION (brokers), as Kafka 3.8: else every partition
+    # fails
+    allowed = cluster(ctx, Operation.ALTER) or cluster(ctx, Operation.CLUSTER_ACTION)
     for marker in req.markers:
         partitions = [(t.name, idx) for t in marker.topics for idx in t.partition_indexes]
-        errors = await write_markers(ctx.broker, marker.producer_id, marker.producer_epoch,
-                                     marker.coordinator_epoch, marker.transaction_result,
-                                     partitions)
+        if not allowed:
+            errors = {tp: ErrorCode.cluster_authorization_failed for tp in partitions}
+        else:
+            errors = await write_markers(ctx.broker, marker.producer_id, marker.producer_epoch,
+                                         marker.coordinator_epoch, marker.transaction_result,
+                                         partitions)
         by_topic = results.setdefault(marker.producer_id, {})
         for (topic, idx), err in errors.items():
             by_topic.setdefault(topic, {})[idx] = err
