@@ -2,7 +2,8 @@
 #
 # 1. The offset map (cleaner_map.py) of the dirty section [first dirty, uncleanable): key ->
 #    offset of its latest record, aborted transactions' records left out. When the map is
-#    full, the cleaning stops where it reached (`end`), as Kafka's.
+#    full, the cleaning stops at the last record it took (`end`), inside a segment or a
+#    batch if need be, as Kafka's: records from `end` on stay for the next cleaning.
 # 2. The segments below `end` (never the active one), from the log start, in groups whose
 #    total stays under segment.bytes and the index size, each rewritten into one segment
 #    (cleaner_swap.py swaps it in). What stays, batch by batch (cleaner_records.py):
@@ -171,14 +172,14 @@ def build_map(segments: list[Segment], first_dirty: int, uncleanable: int, omap:
             if h.attributes & CONTROL_BIT:
                 txns.on_marker(h, marker_type(batch))
             elif h.last_offset >= first_dirty and not txns.on_batch(h):
-                if omap.free() < h.records_count:
-                    if end == first_dirty:
-                        raise ValueError(f"dedupe buffer too small for a batch of "
-                                         f"{h.records_count} records")
-                    return end
                 _, spans = recs.record_spans(batch, h)
                 for s in spans:
                     if s.key is not None and s.offset >= first_dirty:
+                        if omap.free() <= 0:
+                            # Full inside a batch, as Kafka's buildOffsetMapForSegment: the
+                            # map covers up to its last key, so even a batch larger than the
+                            # whole map is cleaned part by part and every cleaning advances.
+                            return max(end, omap.latest_offset + 1)
                         omap.put(s.key, s.offset)
             end = h.last_offset + 1
     return end

@@ -147,6 +147,33 @@ def test_dedupe_map_bound_stops_where_it_reached(tmp_path):
     assert c.checkpoints[("t", 0)] > end
 
 
+@pytest.mark.parametrize("codec", [0, 4])
+def test_batch_larger_than_the_dedupe_map_is_cleaned_part_by_part(tmp_path, codec):
+    # librdkafka batches thousands of records: one batch holds 3x more keys than the map
+    p = open_log(tmp_path / "t-0")
+    keys = 30
+    put(p, [(b"k%d" % (i % keys), b"v%d" % i) for i in range(4 * keys)], codec=codec)
+    for i in range(6):
+        put(p, [(b"z", b"x" * 100)])
+    latest = {}
+    for _o, k, v in read_all(p):
+        latest[k] = v
+    c, logs = cleaner(tmp_path, dedupe_buffer_size=int(10 * 24 / 0.9) + 1)  # 10 keys
+    logs.append(p)
+    reached = [0]
+    for _ in range(20):
+        if c.clean_once(T0 + 1000) is None:
+            break
+        reached.append(c.checkpoints[("t", 0)])
+    assert c.uncleanable() == []
+    assert reached == sorted(set(reached)) and len(reached) > 4  # each cleaning advanced
+    assert reached[-1] == p.active.base_offset
+    after = read_all(p)
+    big = [(k, v) for _o, k, v in after if k != b"z"]
+    assert sorted(big) == sorted((k, v) for k, v in latest.items() if k != b"z")
+    assert {k: v for _o, k, v in after} == latest
+
+
 def test_checkpoint_round_trip(tmp_path):
     offsets = {("t", 0): 12, ("topic-with-dash", 3): 99}
     write_checkpoint(str(tmp_path), offsets)
