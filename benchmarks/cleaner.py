@@ -100,24 +100,22 @@ def main() -> None:
                     help="seconds without a fall that end the measurement")
     ap.add_argument("--reference", choices=["kafka"], default=None)
     args = ap.parse_args()
-    results = {}
-    with BrokerProcess(settings=BROKER_SETTINGS) as bp:
-        results["kafkalite"] = run(bp.bootstrap, bp.data_dir, args.mb, args.keys, args.quiet)
+    brokers = [("kafkalite", lambda: BrokerProcess(settings=BROKER_SETTINGS))]
     if args.reference:
         from tests.helpers.real_kafka import RealKafka
-        kafka = RealKafka(settings=BROKER_SETTINGS)
+        brokers.append(("kafka 3.8.0", lambda: RealKafka(settings=BROKER_SETTINGS)))
+    results = {}
+    for name, make in brokers:
+        broker = make()
         try:
-            kafka.start()
-            results["kafka 3.8.0"] = run(kafka.bootstrap, kafka.data_dir, args.mb, args.keys,
-                                         args.quiet)
+            broker.start()
+            results[name] = run(broker.bootstrap, broker.data_dir, args.mb, args.keys,
+                                args.quiet)
         finally:
-            kafka.cleanup()
-    names = list(results)
-    for key in results[names[0]]:
-        row = "  ".join(f"{n}: {results[n][key]:>9.2f}" for n in names)
-        print(f"{key:<20} {row}")
+            broker.cleanup()
+    for key in results["kafkalite"]:
+        print(f"{key:<20} " + "  ".join(f"{n}: {r[key]:>9.2f}" for n, r in results.items()))
     print(json.dumps(results))
-
 
 if __name__ == "__main__":
     main()
