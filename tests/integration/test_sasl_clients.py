@@ -67,7 +67,9 @@ def test_kafka_python_wrong_password(scram_target, mechanism, caplog):
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
     with pytest.raises(KafkaError) as e:
-        KafkaAdminClient(bootstrap_servers=scram_target.bootstrap, bootstrap_timeout_ms=3000,
+        # Long enough for a loaded Kafka to answer the failed login (after its
+        # connection.failed.authentication.delay.ms) before the client gives up.
+        KafkaAdminClient(bootstrap_servers=scram_target.bootstrap, bootstrap_timeout_ms=15000,
                          **scram_target.python_client(mechanism, password="wrong"))
     # the client gives up bootstrapping (e) and logs the broker's SASL_AUTHENTICATION_FAILED
     assert "bootstrap" in str(e.value)
