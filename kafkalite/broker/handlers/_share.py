@@ -10,6 +10,9 @@ from ...coordinator.group_configs import BROKER_DEFAULTS as _BROKER_DEFAULTS, PR
 from ...coordinator.share_state import ShareCoordinator
 from ...coordinator.share_state_log import ShareStateLog
 from ...coordinator.share_store import ShareStore
+from ...security.acl_check import check
+from ...security.acls import Operation, ResourceType
+from ...wire.codec import response_class
 from ...wire.errors import ErrorCode as E
 from ..build import ZERO, make, response_module
 from ._configs import group_store
@@ -155,3 +158,13 @@ def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topi
             except InvalidRecordState as e:
                 out[key] = (E.invalid_record_state, str(e))
     return out
+
+
+def group_refusal(ctx, operation: Operation, group_id: str) -> Any:
+    """The whole answer of an Alter/DeleteShareGroupOffsets request refused `operation` on
+    its group (Kafka 4.x), else None."""
+    if check(ctx, operation, ResourceType.GROUP, group_id):
+        return None
+    return make(response_class(ctx.api_key, ctx.api_version), throttle_time=ZERO,
+                error_code=E.group_authorization_failed,
+                error_message="Group authorization failed.", responses=())

@@ -11,22 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...wire.errors import ErrorCode as E
-from ...wire.codec import response_class
-from ..build import ZERO, make
+from ..build import make
 from ..registry import api
-from ...security.acl_check import check
-from ...security.acls import Operation, ResourceType
-from ._share import offsets_request
-
-
-def group_refusal(ctx, operation: Operation, group_id: str) -> Any:
-    """The whole answer of an Alter/DeleteShareGroupOffsets request refused `operation` on
-    its group (Kafka 4.x), else None."""
-    if check(ctx, operation, ResourceType.GROUP, group_id):
-        return None
-    return make(response_class(ctx.api_key, ctx.api_version), throttle_time=ZERO,
-                error_code=E.group_authorization_failed,
-                error_message="Group authorization failed.", responses=())
+from ...security.acls import Operation
+from ._share import group_refusal, offsets_request
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0))

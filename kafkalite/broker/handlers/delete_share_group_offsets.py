@@ -12,8 +12,7 @@ from ...wire.errors import ErrorCode as E
 from ..build import make
 from ..registry import api
 from ...security.acls import Operation
-from .alter_share_group_offsets import group_refusal
-from ._share import offsets_request
+from ._share import group_refusal, offsets_request
 
 
 @api(92, "DeleteShareGroupOffsets", (0, 0))
