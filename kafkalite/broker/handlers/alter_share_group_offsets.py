@@ -8,8 +8,6 @@
 # UNKNOWN_TOPIC_OR_PARTITION (per partition). A group not yet known is created by it.
 from __future__ import annotations
 
-from typing import Any
-
 from ...wire.errors import ErrorCode as E
 from ..build import make
 from ..registry import api
