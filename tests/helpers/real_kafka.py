@@ -164,6 +164,7 @@ def create_topic(bootstrap: str, name: str, configs: dict[str, str] | None = Non
     its leaders, as a client would before producing to it."""
     from kafka.protocol.admin import CreateTopicsRequest
     from kafka.protocol.metadata import MetadataRequest
+    from kafka.protocol.consumer import ListOffsetsRequest
 
     from .kbatch import call, connect
     Req = CreateTopicsRequest[7]
@@ -181,6 +182,17 @@ def create_topic(bootstrap: str, name: str, configs: dict[str, str] | None = Non
                            lambda t: t.error_code == 0 and len(t.partitions) == partitions
                            and all(p.leader_id >= 0 for p in t.partitions))
         assert ready.error_code == 0, ready
+        # Kafka's KRaft broker publishes a new topic to its metadata cache before its replica
+        # manager becomes the partitions' leader: a Produce in between gets
+        # NOT_LEADER_OR_FOLLOWER. A ListOffsets answered without error means it is leader.
+        Lo = ListOffsetsRequest[7]
+        T = Lo.ListOffsetsTopic
+        probe = Lo(replica_id=-1, isolation_level=0, topics=[T(name=name, partitions=[
+            T.ListOffsetsPartition(partition_index=p, timestamp=-1, current_leader_epoch=-1)
+            for p in range(partitions)])])
+        led = eventually(lambda: call(s, probe).topics[0].partitions,
+                         lambda ps: all(p.error_code == 0 for p in ps))
+        assert all(p.error_code == 0 for p in led), led
 
 
 _SHARED: dict[str, Any] = {"kafka": None, "users": 0}
