@@ -16,6 +16,7 @@ if [ "${KAFKALITE_TEST_NO_SETUP:-0}" != 1 ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   bash scripts/setup-java.sh \
     || echo "Java 17 unavailable: the real-Kafka, Java client and Spark tests will skip" >&2
+  bash scripts/setup-zookeeper.sh || echo "ZooKeeper unavailable: the cluster tests will skip" >&2
   .venv/bin/python -m pip install -q -e '.[test,spark]'
 fi
 set +e

@@ -1,0 +1,174 @@
+# A real ZooKeeper server for the cluster tests (issue 17): one standalone server per test
+# session, each test isolated under its own chroot (`/kl-<uuid>`, see `chroot_connect`).
+#
+#   def test_x(zookeeper):            # "127.0.0.1:PORT"
+#       connect = chroot_connect(zookeeper)   # "127.0.0.1:PORT/kl-<uuid>"
+#
+# The server comes, in this order, from the Kafka anchor's ZooKeeper 3.8.4
+# (../shared/anchors/kafka-3.8.0/bin/zookeeper-server-start.sh, found as real_kafka.py finds
+# the anchor), then from Debian's `zookeeper` package (/usr/share/java/zookeeper.jar, which
+# scripts/setup-zookeeper.sh installs where the anchor is missing); else the fixture skips
+# with the reason. It always runs with a config file of our own (never the shipped
+# config/zookeeper.properties: dataDir=/tmp/zookeeper, port 2181) listening on 127.0.0.1 only,
+# and with tickTime 200 plus explicit session-timeout bounds, so that tests can ask for 1-2 s
+# sessions (the server otherwise clamps them to 2-20 ticks).
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+from .real_kafka import anchor_dir, free_port_pair, java_major
+
+DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+MIN_SESSION_TIMEOUT_MS = 1000
+MAX_SESSION_TIMEOUT_MS = 30000
+
+
+def server_command(config: str) -> list[str] | None:
+    """The command that runs a ZooKeeper server on `config`, or None when there is none."""
+    anchor = anchor_dir()
+    if anchor is not None:
+        script = os.path.join(anchor, "bin", "zookeeper-server-start.sh")
+        if os.path.isfile(script):
+            # execs kafka-run-class.sh, which execs the JVM: the process started is the server
+            return [script, config]
+    if os.path.isfile(DEBIAN_JAR):
+        java = shutil.which("java") or "/usr/bin/java"
+        # Debian's jar names its dependencies in its manifest's Class-Path
+        # (/etc/zookeeper/conf_example/environment puts only it on the class path)
+        return [java, "-Xmx64M", "-cp", DEBIAN_JAR,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain", config]
+    return None
+
+
+def unavailable_reason() -> str | None:
+    """Why no ZooKeeper server can run here, or None when one can."""
+    if server_command("zoo.cfg") is None:
+        return ("no ZooKeeper: neither the Kafka anchor (../shared/anchors/kafka-3.8.0, "
+                f"bin/zookeeper-server-start.sh) nor Debian's {DEBIAN_JAR}: "
+                "run scripts/setup-zookeeper.sh")
+    if java_major() < 8:
+        return "ZooKeeper needs Java: run scripts/setup-java.sh"
+    return None
+
+
+def four_letter(address: tuple[str, int], word: str, timeout: float = 2.0) -> str:
+    """The answer to a ZooKeeper four-letter command (`ruok`, `srvr`), '' when unreachable."""
+    try:
+        with socket.create_connection(address, timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(word.encode())
+            chunks = []
+            while len(b"".join(chunks)) < 65536:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def chroot_connect(connect: str) -> str:
+    """`connect` with a fresh chroot (`/kl-<uuid>`): a test's own namespace on the shared
+    server. The chroot node is created by whoever connects first (kafkalite.cluster.zk's
+    ensure_chroot, as Kafka creates its own)."""
+    return f"{connect}/kl-{uuid.uuid4().hex}"
+
+
+class ZooKeeperProcess:
+    """One standalone ZooKeeper server on 127.0.0.1:port with its data under data_dir."""
+
+    def __init__(self, port: int | None = None, data_dir: str | None = None):
+        self.port = port or free_port_pair()
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="zookeeper-")
+        self.config = os.path.join(self.data_dir, "zoo.cfg")
+        self.log_dir = os.path.join(self.data_dir, "logs")
+        self.log_path = os.path.join(self.data_dir, "server.out")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _write_config(self) -> None:
+        os.makedirs(os.path.join(self.data_dir, "data"), exist_ok=True)
+        os.makedirs(self.log_dir, exist_ok=True)
+        with open(self.config, "w") as f:
+            f.write("\n".join([
+                f"dataDir={os.path.join(self.data_dir, 'data')}",
+                f"clientPort={self.port}",
+                "clientPortAddress=127.0.0.1",
+                "admin.enableServer=false",
+                "maxClientCnxns=0",
+                "4lw.commands.whitelist=srvr,ruok",
+                "tickTime=200",
+                f"minSessionTimeout={MIN_SESSION_TIMEOUT_MS}",
+                f"maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}",
+                ""]))
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> "ZooKeeperProcess":
+        """Start the server and wait, bounded, until it answers `ruok` with `imok`."""
+        self._write_config()
+        command = server_command(self.config)
+        if command is None:
+            raise RuntimeError(unavailable_reason())
+        env = {**os.environ,
+               # the anchor is read-only: kafka-run-class.sh would put its logs in it
+               "LOG_DIR": self.log_dir,
+               "EXTRA_ARGS": "-name zookeeper",  # no -loggc: no GC log
+               "KAFKA_HEAP_OPTS": "-Xmx64M -Xms64M"}
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}:\n"
+                                   + self.read_log()[-4000:])
+            if four_letter(self.address, "ruok", timeout=1.0) == "imok":
+                return self
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"ZooKeeper did not answer ruok within {timeout:.0f} s:\n"
+                           + self.read_log()[-4000:])
+
+    def read_log(self) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM, then SIGKILL if it has not exited within timeout."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(STOP_TIMEOUT_S)
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
