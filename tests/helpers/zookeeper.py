@@ -121,7 +121,8 @@ class ZooKeeperProcess:
                 ""]))
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "ZooKeeperProcess":
-        """Start the server and wait, bounded, until it answers `ruok` with `imok`."""
+        """Start the server and wait, bounded, until it answers `ruok` with `imok` and
+        serves requests (`srvr` tells its mode)."""
         self._write_config()
         command = server_command(self.config)
         if command is None:
@@ -139,7 +140,10 @@ class ZooKeeperProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}:\n"
                                    + self.read_log()[-4000:])
-            if four_letter(self.address, "ruok", timeout=1.0) == "imok":
+            # `imok` only says the process runs: it answers before the server serves
+            # requests, when `srvr` still says "not currently serving requests"
+            if (four_letter(self.address, "ruok", timeout=1.0) == "imok"
+                    and "Mode: " in four_letter(self.address, "srvr", timeout=1.0)):
                 return self
             time.sleep(0.1)
         self.kill()
