@@ -4,6 +4,9 @@
 #   def test_x(zookeeper):            # "127.0.0.1:PORT"
 #       connect = chroot_connect(zookeeper)   # "127.0.0.1:PORT/kl-<uuid>"
 #
+# ZkModeKafka is the reference for the cluster: an Apache Kafka 3.8.0 broker in ZooKeeper
+# mode (no process.roles) on such a server, under a chroot of its own.
+#
 # The server comes, in this order, from the Kafka anchor's ZooKeeper 3.8.4
 # (../shared/anchors/kafka-3.8.0/bin/zookeeper-server-start.sh, found as real_kafka.py finds
 # the anchor), then from Debian's `zookeeper` package (/usr/share/java/zookeeper.jar, which
@@ -23,7 +26,7 @@ import tempfile
 import time
 import uuid
 
-from .real_kafka import anchor_dir, free_port_pair, java_major
+from .real_kafka import RealKafka, anchor_dir, free_port_pair, java_major
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 START_TIMEOUT_S = 60.0
@@ -176,3 +179,35 @@ class ZooKeeperProcess:
         self.stop()
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class ZkModeKafka(RealKafka):
+    """An Apache Kafka 3.8.0 broker in ZooKeeper mode (the anchor's kafka-server-start.sh with
+    a server.properties of our own): zookeeper.connect, broker.id, one PLAINTEXT listener on
+    127.0.0.1, its log.dirs; `settings` are added to the file. Started and stopped as a
+    RealKafka (start waits, bounded, until Metadata answers)."""
+
+    def __init__(self, zookeeper_connect: str, broker_id: int = 0,
+                 settings: dict[str, str] | None = None, data_dir: str | None = None):
+        super().__init__(data_dir=data_dir, settings=settings)
+        self.zookeeper_connect = zookeeper_connect
+        self.broker_id = broker_id
+        self.properties = os.path.join(self.data_dir, "server.properties")
+
+    def command(self) -> list[str]:
+        lines = {"broker.id": str(self.broker_id),
+                 "zookeeper.connect": self.zookeeper_connect,
+                 "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                 "log.dirs": os.path.join(self.data_dir, "logs"),
+                 "offsets.topic.replication.factor": "1",
+                 "transaction.state.log.replication.factor": "1",
+                 "transaction.state.log.min.isr": "1",
+                 "group.initial.rebalance.delay.ms": "0",
+                 **self.settings}
+        with open(self.properties, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in lines.items())
+        script = os.path.join(os.path.dirname(self.serve), "bin", "kafka-server-start.sh")
+        # env execs the script, which execs the JVM: the process started is the broker
+        return ["env", f"LOG_DIR={os.path.join(self.data_dir, 'applogs')}",
+                "KAFKA_HEAP_OPTS=-Xmx256M -Xms256M", "EXTRA_ARGS=-name kafkaServer",
+                script, self.properties]
