@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 import uuid
 
+from kafkalite.testing import BrokerProcess
+
 from .real_kafka import RealKafka, anchor_dir, free_port_pair, java_major
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 10.0
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 30000
 
@@ -87,17 +87,18 @@ def chroot_connect(connect: str) -> str:
     return f"{connect}/kl-{uuid.uuid4().hex}"
 
 
-class ZooKeeperProcess:
-    """One standalone ZooKeeper server on 127.0.0.1:port with its data under data_dir."""
+class ZooKeeperProcess(BrokerProcess):
+    """One standalone ZooKeeper server on 127.0.0.1:port with its data under data_dir,
+    handled as a BrokerProcess is (stop: SIGTERM then SIGKILL, kill, restart, cleanup)."""
 
     def __init__(self, port: int | None = None, data_dir: str | None = None):
-        self.port = port or free_port_pair()
-        self._own_dir = data_dir is None
-        self.data_dir = data_dir or tempfile.mkdtemp(prefix="zookeeper-")
+        own_dir = data_dir is None
+        data_dir = data_dir or tempfile.mkdtemp(prefix="zookeeper-")
+        super().__init__(data_dir=data_dir, port=port or free_port_pair(),
+                         log_path=os.path.join(data_dir, "server.out"))
+        self._own_dir = own_dir  # cleanup() removes only a directory it made
         self.config = os.path.join(self.data_dir, "zoo.cfg")
         self.log_dir = os.path.join(self.data_dir, "logs")
-        self.log_path = os.path.join(self.data_dir, "server.out")
-        self.proc: subprocess.Popen | None = None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -105,7 +106,7 @@ class ZooKeeperProcess:
 
     @property
     def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return self.bootstrap
 
     def _write_config(self) -> None:
         os.makedirs(os.path.join(self.data_dir, "data"), exist_ok=True)
@@ -150,35 +151,8 @@ class ZooKeeperProcess:
                 return self
             time.sleep(0.1)
         self.kill()
-        raise RuntimeError(f"ZooKeeper did not answer ruok within {timeout:.0f} s:\n"
+        raise RuntimeError(f"ZooKeeper did not serve within {timeout:.0f} s:\n"
                            + self.read_log()[-4000:])
-
-    def read_log(self) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        """SIGTERM, then SIGKILL if it has not exited within timeout."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(STOP_TIMEOUT_S)
-
-    def cleanup(self) -> None:
-        self.stop()
-        if self._own_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 class ZkModeKafka(RealKafka):
