@@ -14,7 +14,7 @@ import pytest
 
 from kafkalite.cluster import zkdata
 from kafkalite.cluster.zk import (BadVersion, ControllerMoved, NodeExists, SessionEvent,
-                                  SetData, WatchEvent, ZkClient)
+                                  SetData, WatchEvent, ZkClient, split_connect)
 from tests.helpers.zookeeper import chroot_connect
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -190,3 +190,10 @@ async def test_session_states_reach_the_loop(clients):
     (a,) = await clients(1)
     # kazoo reports CONNECTED from its own thread: it arrives through the queue
     assert await asyncio.wait_for(a.events.get(), 10) == SessionEvent("CONNECTED")
+
+
+def test_connect_strings_split_into_hosts_and_chroot():
+    assert split_connect("h1:1,h2:2/kafka/x") == ("h1:1,h2:2", "/kafka/x")
+    assert split_connect("h:1") == ("h:1", "")
+    assert split_connect("h:1/") == ("h:1", "")
+    assert split_connect("h:1/kl/") == ("h:1", "/kl")

@@ -2,6 +2,9 @@
 # 127.0.0.1 started, answering, stopped; and a reason to skip where none can run.
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from tests.helpers import zookeeper as zkh
@@ -41,3 +44,17 @@ def test_no_server_anywhere_gives_a_reason(monkeypatch, tmp_path):
 def test_chroots_are_per_test():
     a, b = zkh.chroot_connect("127.0.0.1:2000"), zkh.chroot_connect("127.0.0.1:2000")
     assert a != b and a.startswith("127.0.0.1:2000/kl-")
+
+
+def test_setup_script_finds_the_server_the_helper_runs():
+    # only where a server is already there: elsewhere the script would install one
+    if (reason := zkh.unavailable_reason()) is not None:
+        pytest.skip(reason)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for _ in range(2):  # idempotent: the second run finds the same and installs nothing
+        r = subprocess.run(["bash", os.path.join(root, "scripts", "setup-zookeeper.sh")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "installing" not in r.stdout + r.stderr
+        found = zkh.server_command("zoo.cfg")[0]
+        assert ("anchor" in r.stdout) == found.endswith("zookeeper-server-start.sh"), r.stdout
