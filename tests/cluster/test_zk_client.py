@@ -13,7 +13,8 @@ import threading
 import pytest
 
 from kafkalite.cluster import zkdata
-from kafkalite.cluster.zk import (BadVersion, ControllerMoved, NodeExists, SessionEvent,
+from kafkalite.cluster.zk import (BadVersion, Check, ControllerMoved, Create, NodeExists,
+                                  NoNode, SessionEvent,
                                   SetData, WatchEvent, ZkClient, split_connect)
 from tests.helpers.zookeeper import chroot_connect
 
@@ -75,6 +76,16 @@ async def test_a_stale_conditional_write_loses(clients):
         await a.set(path, zkdata.PartitionState(2, 1, (2, 3), 1).encode(), seen_by_a.version)
     data, st = await a.get(path)
     assert zkdata.PartitionState.decode(data).isr == (1, 2) and st.version == shrunk.version
+
+
+async def test_a_multi_is_all_or_nothing(clients):
+    (a,) = await clients(1)
+    created = await a.multi([Create("/n", b"x"), Create("/n/seq-", b"", sequence=True)])
+    assert created == ["/n", "/n/seq-0000000000"]  # paths inside the chroot
+    with pytest.raises(NoNode) as failed:
+        await a.multi([Create("/m", b"y"), Check("/absent", 0)])
+    assert failed.value.index == 1
+    assert await a.exists("/m") is None
 
 
 async def test_a_deposed_controllers_fenced_write_fails(clients):
