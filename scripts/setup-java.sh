@@ -28,18 +28,7 @@ if have_jdk; then
   exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup-java: a Java 17+ JDK is needed and apt-get is not available: install one" >&2
-  exit 1
-fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  SUDO="sudo"
-fi
-echo "setup-java: installing openjdk-17-jdk-headless"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-  openjdk-17-jdk-headless
+bash "$(dirname "$0")/apt-install.sh" setup-java openjdk-17-jdk-headless
 
 if have_jdk; then
   echo "setup-java: $(java -version 2>&1 | head -n1)"

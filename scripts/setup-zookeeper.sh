@@ -31,17 +31,7 @@ if have_zookeeper; then
   exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup-zookeeper: no Kafka anchor and apt-get is not available: install ZooKeeper 3.8" >&2
-  exit 1
-fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  SUDO="sudo"
-fi
-echo "setup-zookeeper: installing Debian's zookeeper"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends zookeeper
+bash "$(dirname "$0")/apt-install.sh" setup-zookeeper zookeeper
 
 if have_zookeeper; then
   exit 0
