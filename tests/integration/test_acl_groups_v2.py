@@ -20,6 +20,7 @@ from kafkalite.testing import BrokerProcess
 from tests.helpers.real_kafka import free_port_pair
 from tests.integration.sasl_targets import RawSasl
 from tests.integration.test_groups_helpers import RawClient
+from tests.integration.test_share_fetch import topic_id
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -96,14 +97,6 @@ def alice_raw(broker) -> RawClient:
     return c
 
 
-def topic_id(c: RawClient, topic: str) -> uuid.UUID:
-    m = c.schema(3, 12)
-    (t,) = c.call(3, 12, topics=(m.MetadataRequestTopic(topic_id=None, name=topic),),
-                  allow_auto_topic_creation=False,
-                  include_topic_authorized_operations=False).topics
-    return t.topic_id
-
-
 def consumer_group_topics(broker, group: str) -> set[str]:
     """The topics of every member's current and target assignment, as the admin sees them."""
     c = RawClient(broker[0])
@@ -157,33 +150,43 @@ def test_regex_subscription_resolves_only_to_describable_topics(broker):
     assert consume(second, 10) == (sorted([seen_t, hidden_t]), 10, {seen_t, hidden_t})
 
 
-# --- ConsumerGroupDescribe (69) -------------------------------------------------------------
+# --- ConsumerGroupDescribe (69), ShareGroupDescribe (77) ------------------------------------
 
-def test_consumer_group_describe_refuses_a_group_with_undescribable_topics(broker):
-    """The admin's member holds a topic alice may not DESCRIBE: the group is
+def _join(admin: RawClient, api_key: int, group: str, topic: str):
+    """The admin's member of a consumer (68) or share (76) group subscribed to `topic`."""
+    if api_key == 68:
+        return admin.call(68, 1, group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+                          instance_id=None, rack_id=None,
+                          rebalance_timeout=datetime.timedelta(seconds=30),
+                          subscribed_topic_names=(topic,), subscribed_topic_regex=None,
+                          server_assignor=None, topic_partitions=())
+    return admin.call(76, 1, group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+                      rack_id=None, subscribed_topic_names=(topic,))
+
+
+@pytest.mark.parametrize("heartbeat, describe", [(68, 69), (76, 77)])
+def test_group_describe_refuses_a_group_with_undescribable_topics(broker, heartbeat, describe):
+    """The admin's member is assigned a topic alice may not DESCRIBE: the group is
     TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members
-    (KafkaApis.handleConsumerGroupDescribe), until she may describe the topic."""
-    secret, group = _name("cgd"), _name("cgdg")
+    (KafkaApis.handleConsumerGroupDescribe / handleShareGroupDescribe), until she may
+    describe the topic."""
+    secret, group = _name("gd"), _name("gdg")
     topics(broker, secret)
     admin = RawClient(broker[0])
     alice = alice_raw(broker)
     try:
-        r = admin.call(68, 1, group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
-                       instance_id=None, rack_id=None,
-                       rebalance_timeout=datetime.timedelta(seconds=30),
-                       subscribed_topic_names=(secret,), subscribed_topic_regex=None,
-                       server_assignor=None, topic_partitions=())
+        r = _join(admin, heartbeat, group, secret)
         assert int(r.error_code) == 0 and r.assignment.topic_partitions
         grant(broker, (ResourceType.GROUP, group, AclOperation.DESCRIBE))
 
-        def describe():
-            (g,) = alice.call(69, 1, group_ids=(group,),
+        def described():
+            (g,) = alice.call(describe, 1, group_ids=(group,),
                               include_authorized_operations=False).groups
             return int(g.error_code), g.error_message, len(g.members)
 
-        assert describe() == (TOPIC_AUTHORIZATION_FAILED, UNDESCRIBABLE, 0)
+        assert described() == (TOPIC_AUTHORIZATION_FAILED, UNDESCRIBABLE, 0)
         grant(broker, (ResourceType.TOPIC, secret, AclOperation.DESCRIBE))
-        assert describe() == (0, None, 1)
+        assert described() == (0, None, 1)
     finally:
         admin.sock.close()
         alice.sock.close()
@@ -338,32 +341,6 @@ def test_share_offsets_apis_check_each_topic(broker):
 
         grant(broker, (ResourceType.TOPIC, theirs, AclOperation.READ))
         assert offsets(alice, [theirs]) == [(theirs, False, [(2, 0, None)])]
-    finally:
-        admin.sock.close()
-        alice.sock.close()
-
-
-def test_share_group_describe_refuses_a_group_with_undescribable_topics(broker):
-    """KafkaApis.handleShareGroupDescribe: a member assigned a topic alice may not DESCRIBE
-    makes the whole group TOPIC_AUTHORIZATION_FAILED, with Kafka's message."""
-    secret, group = _name("sgd"), _name("sgdg")
-    topics(broker, secret)
-    admin = RawClient(broker[0])
-    alice = alice_raw(broker)
-    try:
-        r = admin.call(76, 1, group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
-                       rack_id=None, subscribed_topic_names=(secret,))
-        assert int(r.error_code) == 0 and r.assignment.topic_partitions
-        grant(broker, (ResourceType.GROUP, group, AclOperation.DESCRIBE))
-
-        def describe():
-            (g,) = alice.call(77, 1, group_ids=(group,),
-                              include_authorized_operations=False).groups
-            return int(g.error_code), g.error_message, len(g.members)
-
-        assert describe() == (TOPIC_AUTHORIZATION_FAILED, UNDESCRIBABLE, 0)
-        grant(broker, (ResourceType.TOPIC, secret, AclOperation.DESCRIBE))
-        assert describe() == (0, None, 1)
     finally:
         admin.sock.close()
         alice.sock.close()

@@ -4,7 +4,7 @@
 # and the COORDINATOR_LOAD_IN_PROGRESS answer while the replay runs. Not an API handler.
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Collection, Iterable
 
 from ...coordinator.group_configs import BROKER_DEFAULTS as _BROKER_DEFAULTS, PROPS
 from ...coordinator.share_state import ShareCoordinator
@@ -159,8 +159,7 @@ def refused_topics(ctx, names: Iterable[str]) -> set[str]:
 
 
 def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics,
-               refused: set[str] = frozenset()  # type: ignore[assignment]
-               ) -> dict[tuple[Any, int], tuple[E, str | None]]:
+               refused: Collection[str] = ()) -> dict[tuple[Any, int], tuple[E, str | None]]:
     """Apply the acknowledgement batches of ShareFetch/ShareAcknowledge topics; returns
     {(topic id, partition): (error code, message)} for each partition named. A topic in
     `refused` is TOPIC_AUTHORIZATION_FAILED and nothing of it is applied (Kafka's

@@ -55,7 +55,8 @@ async def handle(ctx, req):
     counts = Counter(t.name for t in req.topics)
     # As Kafka 3.8's ControllerApis.createPartitions answers (measured in
     # test_acl_enforcement.py): names listed twice first, INVALID_REQUEST, never authorized;
-    # then the topics refused ALTER; then the others, in request order.
+    # then the topics refused ALTER; then the others, in request order. (Kafka lists the
+    # duplicates in its hash set's order; here in order of first mention.)
     rows: list[tuple[str, ErrorCode, str | None]] = [
         (name, ErrorCode.invalid_request, "Duplicate topic name.")
         for name, n in counts.items() if n > 1]
