@@ -92,6 +92,11 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}
         # The partition counts of the subscribed topics the target was computed for.
         self.subscription_metadata: dict[str, int] = {}
+        # Each subscribed regex's topics, as resolved with the authority of the member whose
+        # heartbeat resolved it (Kafka's resolved regular expressions), and the topic names
+        # they were resolved against; None until first resolved in this process.
+        self.resolved: dict[str, frozenset[str]] | None = None
+        self.resolved_against: frozenset[str] = frozenset()
         # What consumer_group_store.py last wrote to __consumer_offsets: value by key, and
         # the members it wrote records for.
         self.written: dict[bytes, bytes] = {}

@@ -7,7 +7,8 @@
 # the subscribed topics changed, recomputes the target assignment for a new group epoch with
 # the server-side assignor (the members' most chosen ServerAssignor, else the first of
 # group.consumer.assignors), then reconciles the member (consumer_group.py). Topic changes are
-# seen at the next heartbeat of any member: no rejoin.
+# seen at the next heartbeat of any member: no rejoin. A subscribed regex resolves to the
+# topics the resolving member may DESCRIBE (_resolve_regexes, as Kafka 4.x).
 #
 # Timers run on the injected clock: a member not heard from for
 # group.consumer.session.timeout.ms is fenced (removed; its partitions go back to the pool at
@@ -37,7 +38,8 @@ from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, Consum
                              reconcile)
 from .consumer_group_classic import ClassicMembers
 from .consumer_group_store import ConsumerGroupStore
-from .consumer_subscriptions import InvalidRegex, compile_regex, subscribed_topics
+from .consumer_subscriptions import (InvalidRegex, compile_regex, resolve_regexes,
+                                     resolved_regexes, subscribed_topics)
 from .groups_registry import GroupRegistry
 
 
@@ -72,6 +74,9 @@ class Heartbeat:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    # The topics among those given the member may DESCRIBE (None: no authorizer), for the
+    # regexes this heartbeat resolves.
+    describable: Callable[[set[str]], set[str]] | None = None
 
 
 @dataclass
@@ -222,6 +227,7 @@ class ConsumerGroupCoordinator:
                      group.group_id, member.member_id, hb.instance_id, replaced.member_id)
         if new and replaced is None:
             log.info("Consumer group %s: member %s joins", group.group_id, member.member_id)
+        resolve_regexes(group, member, self.topics(), hb.describable)
         old_assigned = member.assigned
         self.advance(group, member, new or before != (member.subscribed_names,
                                                       member.subscribed_regex),
@@ -294,9 +300,11 @@ class ConsumerGroupCoordinator:
 
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
         topics = self.topics()
+        resolved = resolved_regexes(group)
         out: dict[str, int] = {}
         for m in group.members.values():
-            for t in subscribed_topics(m.subscribed_names, m.subscribed_regex, topics):
+            for t in subscribed_topics(m.subscribed_names, m.subscribed_regex, topics,
+                                       resolved):
                 out[t] = topics[t][0]
         return out
 
@@ -308,8 +316,9 @@ class ConsumerGroupCoordinator:
 
     def _assign(self, group: ConsumerGroup) -> None:
         topics = self.topics()
+        resolved = resolved_regexes(group)
         specs = {mid: MemberSpec(subscribed_topics(m.subscribed_names, m.subscribed_regex,
-                                                   topics), group.target.get(mid, {}))
+                                                   topics, resolved), group.target.get(mid, {}))
                  for mid, m in group.members.items()}
         name = self._assignor(group)
         group.target = ASSIGNORS[name](specs, group.subscription_metadata)

@@ -4,7 +4,8 @@
 # until then (Kafka's principal on PLAINTEXT). The host is the client's address. With no
 # authorizer (authorizer.class.name empty) every check passes, as Kafka without one.
 #
-# What Kafka 3.8 checks per API (KafkaApis / AuthHelper), for the handlers to wire; failures
+# What Kafka 3.8 checks per API (KafkaApis / AuthHelper; "4.x": Kafka 4.x's KafkaApis and
+# GroupMetadataManager for the APIs 3.8 does not serve), for the handlers to wire; failures
 # are TOPIC_ / GROUP_ / CLUSTER_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED as the resource says:
 # | API (key)                          | operation on resource                                     |
 # |------------------------------------|-----------------------------------------------------------|
@@ -58,10 +59,17 @@
 # | DescribeProducers (61)             | READ TOPIC                                                |
 # | DescribeTransactions (65),         | DESCRIBE TRANSACTIONAL_ID (ListTransactions leaves the    |
 # |   ListTransactions (66)            | others out)                                               |
-# | ConsumerGroupHeartbeat (68)        | READ GROUP; DESCRIBE TOPIC for the subscribed topics      |
-# | ConsumerGroupDescribe (69)         | DESCRIBE GROUP                                            |
+# | ConsumerGroupHeartbeat (68)        | READ GROUP; DESCRIBE TOPIC for the subscribed names; a    |
+# |                                    | regex resolves to the DESCRIBE-able topics only (4.x)     |
+# | ConsumerGroupDescribe (69),        | DESCRIBE GROUP; DESCRIBE TOPIC on the members' assigned   |
+# |   ShareGroupDescribe (77)          | topics, else the group is TOPIC_AUTHORIZATION_FAILED (4.x)|
 # | DescribeTopicPartitions (75)       | DESCRIBE TOPIC                                            |
-# | Share groups (76-79, 90-92)        | READ GROUP, READ TOPIC; admin: DESCRIBE / DELETE GROUP    |
+# | ShareGroupHeartbeat (76)           | READ GROUP; DESCRIBE TOPIC for the subscribed names       |
+# | ShareFetch (78), ShareAcknowledge  | READ GROUP; READ TOPIC per partition (request + session)  |
+# |   (79)                             |                                                           |
+# | DescribeShareGroupOffsets (90)     | DESCRIBE GROUP; DESCRIBE TOPIC                            |
+# | AlterShareGroupOffsets (91)        | READ GROUP; READ TOPIC                                    |
+# | DeleteShareGroupOffsets (92)       | DELETE GROUP; READ TOPIC                                  |
 # | ApiVersions, DescribeCluster, SASL | none (DescribeCluster computes authorized_operations)     |
 from __future__ import annotations
 

@@ -4,13 +4,13 @@
 # and the COORDINATOR_LOAD_IN_PROGRESS answer while the replay runs. Not an API handler.
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Collection, Iterable
 
 from ...coordinator.group_configs import BROKER_DEFAULTS as _BROKER_DEFAULTS, PROPS
 from ...coordinator.share_state import ShareCoordinator
 from ...coordinator.share_state_log import ShareStateLog
 from ...coordinator.share_store import ShareStore
-from ...security.acl_check import check
+from ...security.acl_check import check, denied
 from ...security.acls import Operation, ResourceType
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode as E
@@ -114,27 +114,56 @@ def offsets_refusal(broker, sc: ShareCoordinator, group_id: str, must_exist: boo
     return None
 
 
+TOPIC_REFUSED = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message
+
+
 async def offsets_request(ctx, req, response: str, must_exist: bool,
-                          answer: Callable[..., Awaitable[Any]]) -> Any:
+                          answer: Callable[..., Awaitable[Any]],
+                          refuse: Callable[..., Any] | None = None) -> Any:
     """Alter/DeleteShareGroupOffsets: the whole answer when the group is refused (loading,
     offsets_refusal), else one entry per requested topic from
-    `await answer(module, coordinator, requested topic, the broker's Topic or None)`."""
+    `await answer(module, coordinator, requested topic, the broker's Topic or None)`.
+    `refuse(module, requested topic, Topic or None)` answers a topic the principal may not
+    READ, or (returning None) lets `answer` have it; the refused come first, as Kafka 4.x
+    KafkaApis answers them before merging its coordinator's answer."""
     mod = response_module(ctx.api_key, ctx.api_version)
     sc = share_coordinator(ctx.broker)
+    topics = ctx.broker.logs.topics
+    refused: list[Any] = []
+    rest = []
+    for t in req.topics:
+        entry = None if refuse is None else refuse(mod, t, topics.get(t.topic_name))
+        if entry is None:
+            rest.append(t)
+        else:
+            refused.append(entry)
     refusal = loading_error(sc) or offsets_refusal(ctx.broker, sc, req.group_id, must_exist)
     if refusal is not None:
         return make(getattr(mod, response), throttle_time=ZERO, error_code=refusal[0],
                     error_message=refusal[1], responses=())
-    topics = ctx.broker.logs.topics
-    out = [await answer(mod, sc, t, topics.get(t.topic_name)) for t in req.topics]
+    out = [await answer(mod, sc, t, topics.get(t.topic_name)) for t in rest]
     return make(getattr(mod, response), throttle_time=ZERO, error_code=E.none,
-                responses=tuple(out))
+                responses=tuple(refused + out))
 
 
-def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics
-               ) -> dict[tuple[Any, int], tuple[E, str | None]]:
+def topic_readable(ctx, name: str) -> bool:
+    return check(ctx, Operation.READ, ResourceType.TOPIC, name)
+
+
+def refused_topics(ctx, names: Iterable[str]) -> set[str]:
+    """The topics among `names` the member may not READ: ShareFetch and ShareAcknowledge
+    check READ on each topic they touch (Kafka 4.x KafkaApis.handleShareFetchRequest /
+    handleShareAcknowledgeRequest, filterByAuthorized on the request's and the session's
+    partitions)."""
+    return denied(ctx, Operation.READ, ResourceType.TOPIC, names)
+
+
+def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topics,
+               refused: Collection[str] = ()) -> dict[tuple[Any, int], tuple[E, str | None]]:
     """Apply the acknowledgement batches of ShareFetch/ShareAcknowledge topics; returns
-    {(topic id, partition): (error code, message)} for each partition named."""
+    {(topic id, partition): (error code, message)} for each partition named. A topic in
+    `refused` is TOPIC_AUTHORIZATION_FAILED and nothing of it is applied (Kafka's
+    handleAcknowledgements)."""
     from ...coordinator.share_partition import InvalidRecordState
     out: dict[tuple[Any, int], tuple[E, str | None]] = {}
     for t in topics:
@@ -147,6 +176,9 @@ def apply_acks(broker, sc: ShareCoordinator, group_id: str, member_id: str, topi
                 continue
             if topic is None:
                 out[key] = (E.unknown_topic_id, None)
+                continue
+            if topic.name in refused:
+                out[key] = (E.topic_authorization_failed, None)
                 continue
             sp = sc.partition(group_id, topic.name, p.partition_index)
             if sp is None:

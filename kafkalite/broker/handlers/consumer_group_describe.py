@@ -7,6 +7,10 @@
 # group." for a classic one), as Kafka 4.x. Version notes: v1 adds each member's type
 # (1: a consumer-protocol member; classic members of consumer groups are not served).
 # Authorized operations: READ, DELETE and DESCRIBE when asked (no ACLs), else Int.MIN.
+# ACLs (Kafka 4.x KafkaApis.handleConsumerGroupDescribe): DESCRIBE on each group
+# (GROUP_AUTHORIZATION_FAILED, no message, listed first); a group whose members' current or
+# target assignments name a topic the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED
+# with Kafka's message and no members.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -38,10 +42,8 @@ async def handle(ctx, req):
     # Groups refused DESCRIBE are answered first, as Kafka 4.x adds them before asking its
     # coordinator about the others.
     refused = denied(ctx, Operation.DESCRIBE, ResourceType.GROUP, req.group_ids)
-    out += [make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
-                 error_message="Group authorization failed.", group_id=gid, group_state="",
-                 group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
-                 authorized_operations=NO_OPS) for gid in req.group_ids if gid in refused]
+    out += [refusal(mod, gid, ErrorCode.group_authorization_failed)
+            for gid in req.group_ids if gid in refused]
     for gid in req.group_ids:
         if gid in refused:
             continue
@@ -70,4 +72,30 @@ async def handle(ctx, req):
                         assignor_name=group.assignor or cg.assignors[0], members=members,
                         authorized_operations=ops if ops == NO_OPS else
                         authorized_operations(ctx, ResourceType.GROUP, gid)))
-    return make(response_class(69, v), throttle_time=ZERO, groups=tuple(out))
+    return make(response_class(69, v), throttle_time=ZERO,
+                groups=hide_undescribable(ctx, mod, out, lambda m: (
+                    m.assignment.topic_partitions + m.target_assignment.topic_partitions)))
+
+
+def refusal(mod, group_id: str, code: ErrorCode, message: str | None = None):
+    """A DescribedGroup (ConsumerGroupDescribe / ShareGroupDescribe) as Kafka 4.x's KafkaApis
+    builds a refused one: the id, the error, every other field its default."""
+    return make(mod.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
+                group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                members=(), authorized_operations=NO_OPS)
+
+
+UNDESCRIBABLE = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def hide_undescribable(ctx, mod, groups: list, topic_partitions) -> tuple:
+    """The described groups, each one whose members' `topic_partitions(member)` name a topic
+    the principal may not DESCRIBE replaced by a TOPIC_AUTHORIZATION_FAILED refusal
+    (KafkaApis.handleConsumerGroupDescribe / handleShareGroupDescribe in Kafka 4.x)."""
+    names = {tp.topic_name for g in groups for m in g.members for tp in topic_partitions(m)}
+    blind = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
+    if not blind:
+        return tuple(groups)
+    return tuple(refusal(mod, g.group_id, ErrorCode.topic_authorization_failed, UNDESCRIBABLE)
+                 if any(tp.topic_name in blind for m in g.members
+                        for tp in topic_partitions(m)) else g for g in groups)

@@ -10,7 +10,13 @@
 # Version notes: v0 lets the coordinator generate the member id when it is empty; v1 requires
 # the client's (KIP-1082) and adds SubscribedTopicRegex (RE2 syntax in Kafka; google-re2 when
 # installed, else Python's `re`: see COMPATIBILITY.md for where the two differ).
+# ACLs (Kafka 4.x): READ on the group; DESCRIBE on each subscribed topic name
+# (TOPIC_AUTHORIZATION_FAILED); a regex resolves only to topics the resolving member may
+# DESCRIBE (GroupMetadataManager.refreshRegularExpressions), so a member is never assigned
+# partitions of a topic its regex matches but it may not describe.
 from __future__ import annotations
+
+from typing import Callable
 
 from ...coordinator.consumer_group_coordinator import (ConsumerGroupCoordinator, Heartbeat,
                                                        HeartbeatError)
@@ -34,13 +40,24 @@ def client_host(ctx) -> str:
 
 def _refusal(ctx, req) -> tuple[ErrorCode, str | None] | None:
     """READ on the group, then DESCRIBE on every subscribed topic named (Kafka 4.x
-    KafkaApis): GROUP_AUTHORIZATION_FAILED with its message, TOPIC_ without one."""
+    KafkaApis.handleConsumerGroupHeartbeat): GROUP_AUTHORIZATION_FAILED with its message,
+    TOPIC_ without one. Kafka checks nothing else here: READ on the topics is Fetch's and
+    OffsetCommit's to check; a regex's topics are filtered, not refused (_describable)."""
     if not check(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
         return ErrorCode.group_authorization_failed, "Group authorization failed."
     if req.subscribed_topic_names and denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
                                              req.subscribed_topic_names):
         return ErrorCode.topic_authorization_failed, None
     return None
+
+
+def _describable(ctx) -> Callable[[set[str]], set[str]] | None:
+    """What a regex this member's heartbeat resolves may include: the topics it may
+    DESCRIBE (Kafka 4.x GroupMetadataManager.refreshRegularExpressions with the request's
+    context); None without an authorizer."""
+    if ctx.broker.authorizer is None:
+        return None
+    return lambda names: names - denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
 
 
 @api(68, "ConsumerGroupHeartbeat", (0, 1))
@@ -58,7 +75,7 @@ async def handle(ctx, req):
     hb = Heartbeat(req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,
                    to_ms(req.rebalance_timeout), req.subscribed_topic_names,
                    getattr(req, "subscribed_topic_regex", None), req.server_assignor, owned,
-                   ctx.client_id or "", client_host(ctx), v)
+                   ctx.client_id or "", client_host(ctx), v, _describable(ctx))
     cls = response_class(68, v)
     refusal = _refusal(ctx, req)
     if refusal is not None:

@@ -53,9 +53,14 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(37, v)
     counts = Counter(t.name for t in req.topics)
-    rows: list[tuple[str, ErrorCode, str | None]] = []
+    # As Kafka 3.8's ControllerApis.createPartitions answers (measured in
+    # test_acl_enforcement.py): names listed twice first, INVALID_REQUEST, never authorized;
+    # then the topics refused ALTER; then the others, in request order. (Kafka lists the
+    # duplicates in its hash set's order; here in order of first mention.)
+    rows: list[tuple[str, ErrorCode, str | None]] = [
+        (name, ErrorCode.invalid_request, "Duplicate topic name.")
+        for name, n in counts.items() if n > 1]
     added = 0
-    # ALTER on each topic, refused before anything else is checked (ControllerApis).
     refused = denied(ctx, Operation.ALTER, ResourceType.TOPIC,
                      (n for n, c in counts.items() if c == 1))
     rows += [(n, ErrorCode.topic_authorization_failed, None) for n in counts if n in refused]
@@ -76,8 +81,6 @@ async def handle(ctx, req):
             rows.append((t.name, ErrorCode.kafka_storage_error, str(e)))
         else:
             rows.append((t.name, ErrorCode.none, None))
-    rows += [(name, ErrorCode.invalid_request, "Duplicate topic name.")
-             for name, n in counts.items() if n > 1]
     return make(response_class(37, v), throttle_time=ZERO, results=tuple(
         mod.CreatePartitionsTopicResult(name=n, error_code=c, error_message=m)
         for n, c, m in rows))

@@ -8,6 +8,8 @@
 # topic with the zero topic id), as Kafka 4.x's describeShareGroupOffsets; an id that is
 # no share group GROUP_ID_NOT_FOUND. Leader epoch is 0 (topics never change leader here,
 # and Kafka writes the partition's leader epoch into the state).
+# ACLs (Kafka 4.x KafkaApis.handleDescribeShareGroupOffsetsRequest): DESCRIBE on each group
+# (GROUP_AUTHORIZATION_FAILED, no message), DESCRIBE on each topic (see the handler).
 from __future__ import annotations
 
 import uuid
@@ -34,10 +36,9 @@ async def handle(ctx, req):
                      (g.group_id for g in req.groups))
     for g in req.groups:
         gid = g.group_id
-        if gid in refused:
+        if gid in refused:  # the code alone, as Kafka 4.x
             out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
-                            topics=(), error_code=E.group_authorization_failed,
-                            error_message="Group authorization failed."))
+                            topics=(), error_code=E.group_authorization_failed))
             continue
         if sc.loading or other_group_type(broker, gid) is not None or not sc.has_group(gid):
             code, msg = loading_error(sc) or (
@@ -47,12 +48,29 @@ async def handle(ctx, req):
                             topics=(), error_code=code, error_message=msg))
             continue
         state = sc.start_offsets(gid)
+        # DESCRIBE on each topic (Kafka 4.x KafkaApis.describeShareGroupOffsetsForGroup /
+        # describeShareGroupAllOffsetsForGroup): all of the group's topics leaves the refused
+        # out silently; named topics refused answer TOPIC_AUTHORIZATION_FAILED, after the rest.
         if g.topics is None:
             wanted: dict[str, list[int]] = {}
             for (t, p) in sorted(state):
                 wanted.setdefault(t, []).append(p)
+            blind = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, wanted)
+            wanted = {t: ps for t, ps in wanted.items() if t not in blind}
+            hidden: list = []
         else:
-            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+            blind = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC,
+                           (t.topic_name for t in g.topics))
+            wanted = {t.topic_name: list(t.partitions) for t in g.topics
+                      if t.topic_name not in blind}
+            hidden = [make(mod.DescribeShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+                           topic_id=ZERO_UUID, partitions=tuple(make(
+                               mod.DescribeShareGroupOffsetsResponsePartition,
+                               partition_index=idx, start_offset=-1, leader_epoch=0,
+                               error_code=E.topic_authorization_failed,
+                               error_message="Topic authorization failed.")
+                               for idx in t.partitions))
+                      for t in g.topics if t.topic_name in blind]
         rtopics = []
         for name, parts in wanted.items():
             topic = topics.get(name)
@@ -71,5 +89,5 @@ async def handle(ctx, req):
                                 topic_id=topic.topic_id if topic else ZERO_UUID,
                                 partitions=tuple(entries)))
         out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid,
-                        topics=tuple(rtopics), error_code=E.none))
+                        topics=tuple(rtopics + hidden), error_code=E.none))
     return make(mod.DescribeShareGroupOffsetsResponse, throttle_time=ZERO, groups=tuple(out))

@@ -7,7 +7,10 @@
 # epoch INVALID_SHARE_SESSION_EPOCH, epoch -1 closes the session after the acknowledgements
 # and releases what the member still holds. Per partition: INVALID_RECORD_STATE for offsets
 # the member does not hold (nothing of that partition's batches is applied then),
-# UNKNOWN_TOPIC_ID. Gap: v2's RENEW acknowledge type is refused (INVALID_REQUEST).
+# UNKNOWN_TOPIC_ID. ACLs (Kafka 4.x KafkaApis.handleShareAcknowledgeRequest): READ on the
+# group, then READ on each topic: a refused topic's partitions answer
+# TOPIC_AUTHORIZATION_FAILED and nothing of them is applied.
+# Gap: v2's RENEW acknowledge type is refused (INVALID_REQUEST).
 from __future__ import annotations
 
 from ...coordinator.share_sessions import FINAL_EPOCH, INITIAL_EPOCH
@@ -16,7 +19,7 @@ from ..build import ZERO, make, response_module
 from ..registry import api
 from ...security.acl_check import check
 from ...security.acls import Operation, ResourceType
-from ._share import apply_acks, share_coordinator
+from ._share import apply_acks, refused_topics, share_coordinator
 
 
 @api(79, "ShareAcknowledge", (1, 2))
@@ -43,7 +46,10 @@ async def handle(ctx, req):
     if any(t not in (0, 1, 2, 3) for tp in req.topics for p in tp.partitions
            for b in p.acknowledgement_batches for t in b.acknowledge_types):
         return top_error(E.invalid_request, "unsupported acknowledge type")
-    acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics)
+    logs = broker.logs
+    refused = refused_topics(ctx, (logs.by_id[t.topic_id].name for t in req.topics
+                                   if t.topic_id in logs.by_id))
+    acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics, refused)
     await sc.persist()  # acknowledged means durable (share_state.py)
     if req.share_session_epoch == FINAL_EPOCH:
         sc.close_session(req.group_id, req.member_id)

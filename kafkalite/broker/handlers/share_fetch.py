@@ -23,6 +23,10 @@
 # offset, the SPSO moves up to it first.
 # The answer goes as soon as any session partition has records acquired (min_bytes is taken
 # as 1: librdkafka and the Java client send 1), else at max_wait.
+# ACLs (Kafka 4.x KafkaApis.handleShareFetchRequest): READ on the group (the whole answer
+# GROUP_AUTHORIZATION_FAILED), then READ on each topic of the request and of the session: a
+# refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED, are never acquired or
+# initialised, and their piggybacked acknowledgements TOPIC_AUTHORIZATION_FAILED, unapplied.
 # Gaps: v2's RENEW acknowledge type is refused.
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from ..build import ZERO, make, ms, response_module, to_ms
 from ..registry import api
 from ...security.acl_check import check
 from ...security.acls import Operation, ResourceType
-from ._share import apply_acks, share_coordinator
+from ._share import apply_acks, refused_topics, share_coordinator
 from ._storage import LogError
 
 _HEADER = struct.Struct(">qi")  # baseOffset, batchLength
@@ -163,17 +167,26 @@ async def handle(ctx, req):
                     E.unknown_topic_id if topic is None else E.unknown_topic_or_partition)
             elif epoch != FINAL_EPOCH:
                 session.partitions[(topic.name, p.partition_index)] = None
+    # READ on every topic of the request and of the session: a refused topic's partitions
+    # answer TOPIC_AUTHORIZATION_FAILED, are never acquired, their acks never applied.
+    refused = refused_topics(ctx, {n for n, _ in session.partitions} | {
+        logs.by_id[t.topic_id].name for t in req.topics if t.topic_id in logs.by_id})
     if epoch != FINAL_EPOCH:
         for topic_name, idx in session.partitions:  # initialised (and written) on first use
-            sc.partition(req.group_id, topic_name, idx)
-    acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics)
+            if topic_name in refused:
+                if topic_name in logs.topics:
+                    errors[(logs.topics[topic_name].topic_id, idx)] = \
+                        E.topic_authorization_failed
+            else:
+                sc.partition(req.group_id, topic_name, idx)
+    acks = apply_acks(broker, sc, req.group_id, req.member_id, req.topics, refused)
     await sc.persist()  # acknowledged means durable (share_state.py)
 
     fetched: dict = {}
     if epoch == FINAL_EPOCH:
         sc.close_session(req.group_id, req.member_id)
     else:
-        keys = list(session.partitions)
+        keys = [k for k in session.partitions if k[0] not in refused]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + to_ms(req.max_wait) / 1000.0
         max_records = req.max_records if req.max_records > 0 else 500

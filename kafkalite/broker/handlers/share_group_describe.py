@@ -5,6 +5,9 @@
 # GROUP_ID_NOT_FOUND ("Group X not found."), a classic/consumer group's id
 # GROUP_ID_NOT_FOUND ("Group X is not a share group."), as Kafka 4.1. Authorized operations
 # (asked for) are READ, DESCRIBE and DELETE, as DescribeGroups answers without ACLs.
+# ACLs (Kafka 4.x KafkaApis.handleShareGroupDescribe): DESCRIBE on each group
+# (GROUP_AUTHORIZATION_FAILED, no message); a group whose members' assignments name a topic
+# the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with Kafka's message.
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode as E
@@ -13,6 +16,7 @@ from ..registry import api
 from ...security.acl_check import denied
 from ...security.acls import Operation, ResourceType
 from ._share import loading_error, not_share_group_error, other_group_type, share_coordinator
+from .consumer_group_describe import hide_undescribable, refusal
 from .describe_groups import GROUP_OPS, NO_OPS
 
 
@@ -25,13 +29,12 @@ async def handle(ctx, req):
     topics = broker.logs.topics
     out = []
     refused = denied(ctx, Operation.DESCRIBE, ResourceType.GROUP, req.group_ids)
+    # refused groups first, as Kafka 4.x adds them before asking its coordinator
+    out += [refusal(mod, gid, E.group_authorization_failed)
+            for gid in req.group_ids if gid in refused]
     for gid in req.group_ids:
         group = sc.groups.groups.get(gid)
         if gid in refused:
-            out.append(make(mod.DescribedGroup, error_code=E.group_authorization_failed,
-                            error_message="Group authorization failed.", group_id=gid,
-                            group_state="Dead", group_epoch=-1, assignment_epoch=-1,
-                            assignor_name="", members=(), authorized_operations=NO_OPS))
             continue
         if group is None or sc.loading:
             code, msg = loading_error(sc) or (
@@ -54,4 +57,5 @@ async def handle(ctx, req):
                         group_state=group.state, group_epoch=group.epoch,
                         assignment_epoch=group.epoch, assignor_name="simple",
                         members=members, authorized_operations=ops))
-    return make(mod.ShareGroupDescribeResponse, throttle_time=ZERO, groups=tuple(out))
+    return make(mod.ShareGroupDescribeResponse, throttle_time=ZERO, groups=hide_undescribable(
+        ctx, mod, out, lambda m: m.assignment.topic_partitions))
