@@ -82,6 +82,7 @@ class BrokerCollector:
                     lag.add_metric([group.group_id, topic, str(partition)],
                                    max(p.log_end_offset - committed.offset, 0))
         yield lag
+        yield from authentication_metrics(st)
         yield from cleaner_metrics(b)
         txns = b.transactions
         if txns is not None:
@@ -93,6 +94,24 @@ class BrokerCollector:
             yield CounterMetricFamily("kafkalite_transactions_aborted",
                                       "Transactions aborted (by producers or timeouts)",
                                       value=txns.aborted)
+
+
+AUTHENTICATION_METRICS = ("successful-authentication", "failed-authentication",
+                          "successful-reauthentication", "failed-reauthentication")
+
+
+def authentication_metrics(st) -> Iterator:
+    """Kafka's socket-server-metrics authentication counters, per SASL listener
+    (kafka.server:type=socket-server-metrics,listener=L ...-total). TLS handshake failures
+    are not counted: the event loop's TLS layer fails them before a connection exists."""
+    listeners = sorted({listener for listener, _ in st.authentications})
+    for name in AUTHENTICATION_METRICS:
+        fam = CounterMetricFamily("kafka_server_socket_server_metrics_" +
+                                  name.replace("-", "_"), f"SASL {name.replace('-', ' ')}s",
+                                  labels=["listener"])
+        for listener in listeners:
+            fam.add_metric([listener], st.authentications.get((listener, name), 0))
+        yield fam
 
 
 def cleaner_metrics(b) -> Iterator:

@@ -33,6 +33,8 @@ class BrokerStats:
         self.messages_in: defaultdict[str, int] = defaultdict(int)
         self.connections = 0
         self.connections_total = 0
+        # (listener, Kafka's socket-server-metrics name) -> count, e.g. failed-authentication
+        self.authentications: defaultdict[tuple[str, str], int] = defaultdict(int)
 
     def request_done(self, api_key: int, version: int, seconds: float) -> None:
         self.requests[(api_key, version)] += 1

@@ -97,6 +97,7 @@ class SaslSettings:
     def __init__(self, config: Any, listener: str, broker: Any):
         self.config = config
         self.prefix = f"listener.name.{listener.lower()}."
+        self.listener = listener
         self.broker = broker
         raw = self._get("sasl.enabled.mechanisms")
         listed = [m.strip() for m in (raw if isinstance(raw, str) else
@@ -185,7 +186,7 @@ class SaslSession:
                 return None
             if self.expires_ms is not None and self.clock.monotonic_ms() >= self.expires_ms:
                 return self._fail("session expired (connections.max.reauth.ms): "
-                                  "disconnecting expired channel")
+                                  "disconnecting expired channel", counted=False)
             return None
         allowed = {"handshake_or_versions": (API_VERSIONS, SASL_HANDSHAKE),
                    "handshake": (SASL_HANDSHAKE,),
@@ -266,6 +267,8 @@ class SaslSession:
             now = self.clock.monotonic_ms()
             self.expires_ms = now + self._lifetime_ms if self._lifetime_ms or \
                 server.credential_expiry_ms is not None else None
+            self._count("successful-reauthentication" if self.reauthenticating
+                        else "successful-authentication")
             self.state, self.reauthenticating, self.raw_tokens = "complete", False, False
         return out
 
@@ -278,8 +281,18 @@ class SaslSession:
         left = max(expiry - self.clock.wall_ms(), 0)
         return min(left, reauth) if reauth > 0 else left
 
-    def _fail(self, reason: str) -> str:
+    def _fail(self, reason: str, counted: bool = True) -> str:
+        # Kafka's Selector counts every AuthenticationException (a refused mechanism, bad
+        # credentials, a request out of the SASL sequence), not an expired session's close
+        if counted:
+            self._count("failed-reauthentication" if self.reauthenticating
+                        else "failed-authentication")
         self.failed = True
         self.state = "failed"
         self.close_reason = reason
         return reason
+
+    def _count(self, metric: str) -> None:
+        stats = getattr(self.settings.broker, "stats", None)
+        if stats is not None:
+            stats.authentications[self.settings.listener, metric] += 1
