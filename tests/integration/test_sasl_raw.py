@@ -103,3 +103,25 @@ def test_reauthentication_cannot_change_principal(conn):
     assert (code, message) == (58, "Cannot change principals during re-authentication from "
                                    "User.carol: User.dave")
     assert is_closed(conn.sock)
+
+
+def test_secrets_are_described_as_sensitive_and_never_logged(target):
+    """DescribeConfigs on the broker: every JAAS config null and sensitive; a listener's
+    per-mechanism override of a non-secret (the OAUTHBEARER re-authentication time) shown
+    with its value, as Kafka types it by its base name; no password in any value or log."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    admin = AdminClient(target.confluent("PLAIN"))
+    node = list(admin.list_topics(timeout=20).brokers)[0]
+    res = ConfigResource(ConfigResource.Type.BROKER, str(node))
+    entries = admin.describe_configs([res])[res].result(timeout=30)
+    jaas = {k: (e.value, e.is_sensitive) for k, e in entries.items()
+            if k.startswith("listener.name.") and k.endswith("sasl.jaas.config")}
+    assert set(jaas) == {f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config"
+                         for m in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")}
+    assert set(jaas.values()) == {(None, True)}
+    reauth = entries["listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms"]
+    assert (reauth.value, reauth.is_sensitive) == (str(REAUTH_MS), False)
+    shown = " ".join(str(e.value) for e in entries.values())
+    log = target.proc.read_log()
+    for secret in ("admin-secret", "alice-secret"):
+        assert secret not in shown and secret not in log

@@ -133,10 +133,29 @@ def creation_source(cfg: BrokerConfig, overrides: dict[str, str], name: str) -> 
     return DEFAULT_CONFIG
 
 
-def _unknown_entry(name: str, sources: list[int]) -> Entry:
-    """A name Kafka does not know has no type, so it is described as sensitive."""
-    return Entry(name, None, sources[0], True, True, tuple((name, None, s) for s in sources),
-                 0, None)
+def _unknown_entry(name: str, sources: list[int], values: list[Any] | None = None) -> Entry:
+    """A name Kafka does not know has no type, so it is described as sensitive; a listener
+    override (`listener.name.<l>.[<mechanism>.]<config>`) takes its base config's type, as
+    KafkaConfig.configType finds it through DynamicBrokerConfig.brokerConfigSynonyms."""
+    base = _listener_override_base(name)
+    if base is None or base.sensitive or values is None:
+        return Entry(name, None, sources[0], True, True,
+                     tuple((name, None, s) for s in sources), 0, None)
+    shown = [format_value(v) if not isinstance(v, str) else v for v in values]
+    return Entry(name, shown[0], sources[0], True, False,
+                 tuple((name, v, s) for v, s in zip(shown, sources)),
+                 CONFIG_TYPES.get(base.type, 0), None)
+
+
+def _listener_override_base(name: str) -> Any:
+    if not name.startswith("listener.name."):
+        return None
+    rest = name[len("listener.name."):]
+    base = rest[rest.find(".") + 1:] if "." in rest else ""
+    for candidate in (base, base[base.find(".") + 1:]):
+        if candidate in PROPS:
+            return PROPS[candidate]
+    return None
 
 
 def broker_entries(cfg: BrokerConfig) -> list[Entry]:
@@ -148,12 +167,13 @@ def broker_entries(cfg: BrokerConfig) -> list[Entry]:
                          chain[0][2] if chain else DEFAULT_CONFIG, prop.read_only,
                          prop.sensitive, tuple(chain), CONFIG_TYPES.get(prop.type, 0),
                          prop.doc or None))
-    unknown: dict[str, list[int]] = {}
+    unknown: dict[str, list[tuple[int, Any]]] = {}
     for level, values in cfg.layers():  # Kafka lists unknown names too
-        for name in values:
+        for name, raw in values.items():
             if name not in PROPS:
-                unknown.setdefault(name, []).append(LAYER_SOURCES[level])
-    out += [_unknown_entry(name, sources) for name, sources in unknown.items()]
+                unknown.setdefault(name, []).append((LAYER_SOURCES[level], raw))
+    out += [_unknown_entry(name, [s for s, _ in found], [v for _, v in found])
+            for name, found in unknown.items()]
     return out
 
 
