@@ -1,0 +1,1 @@
+"""kafkalite as a cluster member: ZooKeeper coordination, the cluster view, replication."""
