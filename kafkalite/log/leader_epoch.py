@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 from typing import Callable, Iterable
+
+from ..fileio import atomic_write
 
 log = logging.getLogger("kafkalite.log")
 
@@ -47,7 +50,7 @@ class LeaderEpochCache:
                  persist: Callable[[bytes], object] | None = None):
         self._epochs: list[int] = []
         self._starts: list[int] = []
-        self._persist = persist
+        self.persist = persist
         for epoch, start in entries:  # as Kafka loads a checkpoint: through assign
             self._assign(epoch, start)
 
@@ -133,5 +136,33 @@ class LeaderEpochCache:
             self._save()
 
     def _save(self) -> None:
-        if self._persist is not None:
-            self._persist(format_checkpoint(self.entries))
+        if self.persist is not None:
+            self.persist(format_checkpoint(self.entries))
+
+
+def open_cache(directory: str, log_start: int, log_end: int, epoch: int,
+               persist: Callable[[bytes], object]) -> LeaderEpochCache:
+    """A partition's cache from its checkpoint (a missing or malformed one: empty), fitted
+    to the log, with this broker leading at `epoch` from the log end (as Kafka on becoming
+    leader). Without a checkpoint the log's batches are taken to carry `epoch` from the
+    log start: a single node never wrote another. Reads and rewrites the file in place, as
+    the rest of a log's opening (broker start, the metadata worker), unsynced as
+    partition.metadata is: one lost or torn by a power failure is rebuilt at the next
+    opening. Later changes go to `persist`."""
+    path = os.path.join(directory, NAME)
+    try:
+        with open(path, encoding="ascii") as f:
+            entries = parse_checkpoint(f.read())
+    except FileNotFoundError:
+        entries = []
+    except (ValueError, UnicodeDecodeError) as e:
+        log.warning("Ignoring malformed %s: %s", path, e)
+        entries = []
+    cache = LeaderEpochCache(entries)
+    cache.truncate_from_end(log_end)  # a crash may have cut the log below what it knew
+    cache.truncate_from_start(log_start)
+    cache.assign(epoch, log_end if cache.entries else log_start)
+    if cache.entries != entries:
+        atomic_write(path, format_checkpoint(cache.entries), durable=False)
+    cache.persist = persist
+    return cache

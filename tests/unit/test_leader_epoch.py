@@ -104,3 +104,50 @@ def test_clear():
     c = cache((1, 0), saved=saved)
     c.clear()
     assert c.entries == [] and saved == [b"0\n0\n"] and c.latest_epoch == UNDEFINED
+
+
+# --- in a partition's log ------------------------------------------------------------------
+
+def _file(path) -> bytes:
+    return (path / "leader-epoch-checkpoint").read_bytes()
+
+
+def test_partition_keeps_its_checkpoint(tmp_path):
+    from tests.helpers.kbatch import simple_batch
+    from tests.unit.test_log import append, open_log
+    b = simple_batch(2, size=100)
+    p = open_log(tmp_path, segment_bytes=len(b) * 2)
+    assert _file(tmp_path) == b"0\n1\n0 0\n"  # leader at epoch 0 from the start
+    for _ in range(4):
+        append(p, b)  # segments at 0 and 4
+    p.delete_records(3)
+    p.close()  # waits for the queued checkpoint
+    assert _file(tmp_path) == b"0\n1\n0 3\n"
+    p = open_log(tmp_path, segment_bytes=len(b) * 2)
+    assert p.epochs.entries == [(0, 3)]
+    p.log_start_offset = 6  # as retention moves it when it deletes a segment
+    p.close()
+    assert _file(tmp_path) == b"0\n1\n0 6\n"
+    assert p.epochs.end_offset_for(-2, p.log_end_offset) == (-2, 6)
+
+
+def test_partition_rebuilds_a_missing_or_stale_checkpoint(tmp_path):
+    from tests.helpers.kbatch import simple_batch
+    from tests.unit.test_log import append, open_log
+    p = open_log(tmp_path)
+    for _ in range(3):
+        append(p, simple_batch(2))
+    p.close()
+    (tmp_path / "leader-epoch-checkpoint").unlink()  # a data dir from before the file
+    p = open_log(tmp_path)
+    assert p.epochs.entries == [(0, 0)] and _file(tmp_path) == b"0\n1\n0 0\n"
+    p.close()
+    # Entries past the log end (a log cut short by a crash) go; epoch 0 leads from the end.
+    (tmp_path / "leader-epoch-checkpoint").write_bytes(b"0\n2\n0 0\n4 100\n")
+    p = open_log(tmp_path)
+    assert p.epochs.entries == [(0, 0)]
+    p.close()
+    (tmp_path / "leader-epoch-checkpoint").write_bytes(b"garbage")
+    p = open_log(tmp_path)
+    assert p.epochs.entries == [(0, 0)]
+    p.close()
