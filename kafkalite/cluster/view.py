@@ -52,6 +52,9 @@ class ClusterView(Protocol):
     def partition(self, topic: str, partition: int) -> PartitionState | None:
         """The partition's state, None when the cluster does not know it."""
 
+    def partitions(self, topic: str) -> Sequence[PartitionState]:
+        """Every partition's state, by partition index (empty for an unknown topic)."""
+
     def is_leader(self, topic: str, partition: int) -> bool:
         """Whether this broker leads the partition now."""
 
@@ -89,6 +92,10 @@ class SingleNodeView:
         if t is None or not 0 <= partition < len(t.partitions):
             return None
         return self._state
+
+    def partitions(self, topic: str) -> Sequence[PartitionState]:
+        t = self._broker.logs.get(topic)
+        return (self._state,) * len(t.partitions) if t is not None else ()
 
     def is_leader(self, topic: str, partition: int) -> bool:
         return self.partition(topic, partition) is not None

@@ -20,6 +20,8 @@ def test_single_node_view(tmp_path) -> None:
         assert view.controller_id == 7
         assert view.partition("t", 1) == PartitionState(7, 0, (7,), (7,), ())
         assert view.partition("t", 2) is None and view.partition("nope", 0) is None
+        assert view.partitions("t") == (PartitionState(7, 0, (7,), (7,), ()),) * 2
+        assert view.partitions("nope") == ()
         assert view.is_leader("t", 0) and not view.is_leader("t", 2)
         assert view.brokers(None) == (BrokerNode(7, "adv.example", 9192),)
         inside = Listener("INTERNAL", "PLAINTEXT", "", 9300, "inner.example", 0)

@@ -30,8 +30,7 @@ from .metadata import NO_OPS, TOPIC_OPS
 MAX_PARTITIONS = 2000  # max.request.partition.size.limit
 
 
-def _partition(mod, view, topic: str, index: int):
-    state = view.partition(topic, index)
+def _partition(mod, state, index: int):
     return mod.DescribeTopicPartitionsResponsePartition(
         error_code=ErrorCode.none, partition_index=index, leader_id=state.leader,
         leader_epoch=state.leader_epoch, replica_nodes=state.replicas, isr_nodes=state.isr,
@@ -86,10 +85,11 @@ async def handle(ctx, req):
                 out.append(_topic(mod, code, name, uuid.UUID(int=0), False, ()))
             continue
         first = cursor.partition_index if cursor is not None and name == start_name else 0
-        count = len(topic.partitions)
+        states = b.view.partitions(name)
+        count = len(states)
         upper = min(count, first + remaining)
         out.append(_topic(mod, ErrorCode.none, name, topic.topic_id, topic.internal,
-                          [_partition(mod, b.view, name, i) for i in range(first, upper)],
+                          [_partition(mod, states[i], i) for i in range(first, upper)],
                           authorized_operations(ctx, ResourceType.TOPIC, name)))
         if upper < count:
             next_cursor = mod.Cursor(topic_name=name, partition_index=upper)

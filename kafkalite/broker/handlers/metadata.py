@@ -39,17 +39,12 @@ ZERO_UUID = uuid.UUID(int=0)
 TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
-def _partition_entry(mod, view, topic: str, index: int):
-    state = view.partition(topic, index)
-    return make(mod.MetadataResponsePartition, error_code=ErrorCode.none,
-                partition_index=index, leader_id=state.leader, leader_epoch=state.leader_epoch,
-                replica_nodes=state.replicas, isr_nodes=state.isr,
-                offline_replicas=state.offline_replicas)
-
-
 def _topic_entry(mod, broker, topic: Topic, ops: int):
-    parts = tuple(_partition_entry(mod, broker.view, topic.name, i)
-                  for i in range(len(topic.partitions)))
+    parts = tuple(make(mod.MetadataResponsePartition, error_code=ErrorCode.none,
+                       partition_index=i, leader_id=st.leader, leader_epoch=st.leader_epoch,
+                       replica_nodes=st.replicas, isr_nodes=st.isr,
+                       offline_replicas=st.offline_replicas)
+                  for i, st in enumerate(broker.view.partitions(topic.name)))
     return make(mod.MetadataResponseTopic, error_code=ErrorCode.none, name=topic.name,
                 topic_id=topic.topic_id, is_internal=topic.internal, partitions=parts,
                 topic_authorized_operations=ops)
