@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..clock import Clock, SystemClock
+from ..cluster.view import ClusterView, SingleNodeView
 from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
 from ..coordinator.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -68,6 +69,8 @@ class Broker:
         self.node_id = config.node_id
         self.host, self.port = config.advertised()
         self.logs = LogManager(config)
+        # Who leads what, and which brokers exist: handlers ask here, never invent it.
+        self.view: ClusterView = SingleNodeView(self)
         self.notifier = AppendNotifier()
         self.pids: ProducerIdAllocator | None = None
         self.clock: Clock = clock if clock is not None else SystemClock()

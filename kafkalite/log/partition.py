@@ -3,6 +3,9 @@
 # Single-broker semantics: the high watermark is the log end offset, and the partition
 # leader epoch is always 0. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
+# `epochs` is the leader-epoch cache (leader_epoch.py), kept in `leader-epoch-checkpoint`
+# as Kafka does: opening the log makes this broker leader at epoch 0 from the log end (a new
+# partition's file reads `0 0`), and a moving log start moves the first epoch's start.
 #
 # Deletion (retention, DeleteRecords) is retention.py's and transactions (the LSO,
 # `.txnindex` lookups) are txnlog.py's: this class inherits both.
@@ -27,6 +30,7 @@ from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_heade
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from . import partition_lookup
 from .flusher import PartitionFlusher, open_dir
+from . import leader_epoch
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
 from .read_positions import LOG_OVERHEAD, ReadPositions, first_batch_size
@@ -87,7 +91,11 @@ class PartitionLog(LogDeletion, TransactionalLog):
         self.cleaning = False  # the cleaner reads its segments: no deletion meanwhile
         os.makedirs(directory, exist_ok=True)
         self._load(recover)
-        self.log_start_offset = max(self.segments[0].base_offset, self._read_start_checkpoint())
+        self._log_start_offset = max(self.segments[0].base_offset,
+                                     self._read_start_checkpoint())
+        self.epochs = leader_epoch.open_cache(self.directory, self._log_start_offset,
+                                              self.log_end_offset, LEADER_EPOCH,
+                                              self._save_epochs)
 
     # --- loading --------------------------------------------------------------------------
 
@@ -101,7 +109,23 @@ class PartitionLog(LogDeletion, TransactionalLog):
     def _read_start_checkpoint(self) -> int:
         return min(read_offset_file(self.directory, START_CHECKPOINT), self.log_end_offset)
 
+    def _save_epochs(self, data: bytes) -> None:
+        try:
+            self.durability.checkpoint(leader_epoch.NAME, data)
+        except OSError as e:  # rebuilt from the log start at the next open
+            log.error("Leader epoch checkpoint of %s-%d failed: %s", self.topic,
+                      self.partition, e)
+
     # --- state ----------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self.epochs.truncate_from_start(offset)
 
     @property
     def active(self) -> Segment:

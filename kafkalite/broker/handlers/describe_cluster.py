@@ -1,7 +1,8 @@
 # DescribeCluster (key 60), v0-2.
 #
-# One broker, this node, at its advertised address; it is also the controller (a combined
-# KRaft node), so controller_id is node.id. cluster_authorized_operations is Int.MIN unless
+# The brokers and controller of the broker's cluster view, each broker at its endpoint on
+# the request's listener (one node, its own controller as a combined KRaft node, without
+# ZooKeeper). cluster_authorized_operations is Int.MIN unless
 # requested; when requested, the operations the ACLs allow on the CLUSTER (0 without
 # DESCRIBE on it; without an authorizer every one Kafka supports), as AuthHelper's. endpoint_type
 # (v1+) must be 1 (brokers): 2 (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else
@@ -14,7 +15,6 @@ from ...wire.errors import ErrorCode
 from ..build import ZERO, make, response_module
 from ..registry import api
 from ...security.acl_check import cluster_operations
-from ...security.listeners import endpoint
 
 NO_OPS = -2147483648
 BROKERS, CONTROLLERS = 1, 2
@@ -38,10 +38,11 @@ async def handle(ctx, req):
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request if v == 0
                     else code, error_message=msg, endpoint_type=BROKERS, cluster_id="",
                     controller_id=-1, brokers=(), cluster_authorized_operations=NO_OPS)
-    host, port = endpoint(ctx)
-    broker = make(mod.DescribeClusterBroker, broker_id=b.node_id, host=host, port=port,
-                  rack=None, is_fenced=False)
+    view = b.view
+    brokers = tuple(make(mod.DescribeClusterBroker, broker_id=n.node_id, host=n.host,
+                         port=n.port, rack=n.rack, is_fenced=False)
+                    for n in view.brokers(ctx.listener))
     ops = cluster_operations(ctx) if req.include_cluster_authorized_operations else NO_OPS
     return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
-                endpoint_type=BROKERS, cluster_id=b.logs.cluster_id, controller_id=b.node_id,
-                brokers=(broker,), cluster_authorized_operations=ops)
+                endpoint_type=BROKERS, cluster_id=view.cluster_id,
+                controller_id=view.controller_id, brokers=brokers, cluster_authorized_operations=ops)

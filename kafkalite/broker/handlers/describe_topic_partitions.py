@@ -12,7 +12,8 @@
 # every named topic. topic_authorized_operations: the principal's (every TOPIC operation
 # without an authorizer). With ACLs, named topics without DESCRIBE follow the others as
 # TOPIC_AUTHORIZATION_FAILED (zero id) and the all-topics form leaves them out.
-# ELR fields are empty lists (no KIP-966 on one replica).
+# Leaders, epochs, replicas and ISR come from the broker's cluster view. ELR fields are
+# empty lists (no KIP-966).
 from __future__ import annotations
 
 import uuid
@@ -29,11 +30,12 @@ from .metadata import NO_OPS, TOPIC_OPS
 MAX_PARTITIONS = 2000  # max.request.partition.size.limit
 
 
-def _partition(mod, b, index: int):
+def _partition(mod, state, index: int):
     return mod.DescribeTopicPartitionsResponsePartition(
-        error_code=ErrorCode.none, partition_index=index, leader_id=b.node_id, leader_epoch=0,
-        replica_nodes=(b.node_id,), isr_nodes=(b.node_id,), eligible_leader_replicas=(),
-        last_known_elr=(), offline_replicas=())
+        error_code=ErrorCode.none, partition_index=index, leader_id=state.leader,
+        leader_epoch=state.leader_epoch, replica_nodes=state.replicas, isr_nodes=state.isr,
+        eligible_leader_replicas=(), last_known_elr=(),
+        offline_replicas=state.offline_replicas)
 
 
 def _topic(mod, code, name, topic_id, internal, parts, ops=TOPIC_OPS):
@@ -83,10 +85,11 @@ async def handle(ctx, req):
                 out.append(_topic(mod, code, name, uuid.UUID(int=0), False, ()))
             continue
         first = cursor.partition_index if cursor is not None and name == start_name else 0
-        count = len(topic.partitions)
+        states = b.view.partitions(name)
+        count = len(states)
         upper = min(count, first + remaining)
         out.append(_topic(mod, ErrorCode.none, name, topic.topic_id, topic.internal,
-                          [_partition(mod, b, i) for i in range(first, upper)],
+                          [_partition(mod, states[i], i) for i in range(first, upper)],
                           authorized_operations(ctx, ResourceType.TOPIC, name)))
         if upper < count:
             next_cursor = mod.Cursor(topic_name=name, partition_index=upper)

@@ -1,7 +1,8 @@
 # Metadata (key 3), v0-12.
 #
-# One broker (node.id at advertised.listeners) leads every partition with leader epoch 0 and
-# is the only replica and ISR member. A null topic list (empty at v0) means all topics,
+# Brokers, controller, leaders, leader epochs, replicas and ISR come from the broker's
+# cluster view (one node leading every partition at epoch 0 without ZooKeeper), each broker
+# at its endpoint on the request's listener. A null topic list (empty at v0) means all topics,
 # internal ones flagged. Unknown topics are auto-created with num.partitions when
 # auto.create.topics.enable and the request allows it (v4+ flag; always before v4), and come
 # back with their partitions once created, the loop free meanwhile (Kafka first answers
@@ -26,7 +27,6 @@ from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
-from ...security.listeners import endpoint
 from ...security.acl_check import authorized_operations, cluster, cluster_operations, denied
 from ...security.acls import Operation, ResourceType
 
@@ -40,11 +40,11 @@ TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def _topic_entry(mod, broker, topic: Topic, ops: int):
-    node = broker.node_id
     parts = tuple(make(mod.MetadataResponsePartition, error_code=ErrorCode.none,
-                       partition_index=i, leader_id=node, leader_epoch=0,
-                       replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
-                  for i in range(len(topic.partitions)))
+                       partition_index=i, leader_id=st.leader, leader_epoch=st.leader_epoch,
+                       replica_nodes=st.replicas, isr_nodes=st.isr,
+                       offline_replicas=st.offline_replicas)
+                  for i, st in enumerate(broker.view.partitions(topic.name)))
     return make(mod.MetadataResponseTopic, error_code=ErrorCode.none, name=topic.name,
                 topic_id=topic.topic_id, is_internal=topic.internal, partitions=parts,
                 topic_authorized_operations=ops)
@@ -122,12 +122,11 @@ async def handle(ctx, req):
             entries.append(_topic_entry(mod, b, topic, ops(name)) if topic else
                            _error_entry(mod, name, ErrorCode.unknown_topic_or_partition,
                                         ops(name)))
-    host, port = endpoint(ctx)
-    broker = make(mod.MetadataResponseBroker, node_id=b.node_id, host=host, port=port,
-                  rack=None)
+    brokers = tuple(make(mod.MetadataResponseBroker, node_id=n.node_id, host=n.host,
+                         port=n.port, rack=n.rack) for n in b.view.brokers(ctx.listener))
     cluster_ops = cluster_operations(ctx) if getattr(
         req, "include_cluster_authorized_operations", False) else NO_OPS
-    return make(response_class(3, v), throttle_time=ZERO, brokers=(broker,),
-                cluster_id=b.logs.cluster_id, controller_id=b.node_id,
+    return make(response_class(3, v), throttle_time=ZERO, brokers=brokers,
+                cluster_id=b.view.cluster_id, controller_id=b.view.controller_id,
                 topics=tuple(entries + refused_entries),
                 cluster_authorized_operations=cluster_ops)

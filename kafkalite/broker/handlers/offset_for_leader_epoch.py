@@ -1,16 +1,15 @@
 # OffsetForLeaderEpoch (key 23), v2-4 (Kafka 4.0 dropped v0-1).
 #
-# Consumers (KIP-320) and followers ask where a leader epoch ends. kafkalite's only leader
-# epoch is 0, starting at the log start offset, so its epoch cache is the single entry
-# (0, log start), and the answer follows Kafka's LeaderEpochFileCache.endOffsetFor: epoch 0 ends
-# at the log end offset; a requested epoch above 0 is unknown, answered with epoch and offset
-# -1 (UNDEFINED) and no error; -1 gives -1/-1 too; an epoch below -1 (before the first entry)
-# answers that epoch ending at the log start offset. current_leader_epoch, when not -1, is
+# Consumers (KIP-320) and followers ask where a leader epoch ends: the partition's leader-epoch
+# cache answers (log/leader_epoch.py, Kafka's LeaderEpochFileCache.endOffsetFor). On one node
+# its only entry is epoch 0 from the log start: epoch 0 ends at the log end offset; a
+# requested epoch above 0 is unknown, answered with epoch and offset -1 (UNDEFINED) and no
+# error; -1 gives -1/-1 too; an epoch below -1 (before the first entry) answers that epoch
+# ending at the log start offset. current_leader_epoch, when not -1, is
 # checked as Fetch does: above 0 UNKNOWN_LEADER_EPOCH, below 0 FENCED_LEADER_EPOCH. An
 # unknown partition is UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) changes nothing here.
 from __future__ import annotations
 
-from ...log.partition import LEADER_EPOCH
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, per_partition, response_module
@@ -30,11 +29,7 @@ def end_offset(p, current_epoch: int, epoch: int) -> tuple[int, int]:
         raise KafkaError(ErrorCode.fenced_leader_epoch,
                          f"leader epoch {current_epoch} is older than this broker's 0")
     check_leader_epoch(current_epoch)
-    if epoch == LEADER_EPOCH:
-        return LEADER_EPOCH, p.log_end_offset
-    if epoch < UNDEFINED:
-        return epoch, p.log_start_offset
-    return UNDEFINED, UNDEFINED
+    return p.epochs.end_offset_for(epoch, p.log_end_offset)
 
 
 @api(23, "OffsetForLeaderEpoch", (2, 4))
