@@ -5,6 +5,7 @@
 # another cluster, or that cannot reach ZooKeeper exits 1 with one clear line, as Kafka does.
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -14,6 +15,8 @@ import time
 import pytest
 
 from kafkalite.cluster import zkdata
+from kafkalite.config import BrokerConfig
+from kafkalite.server import KafkaServer
 from kafkalite.testing import BrokerProcess
 from tests.helpers.real_kafka import eventually, free_port_pair
 from tests.helpers.zookeeper import MIN_SESSION_TIMEOUT_MS, ZooKeeperProcess, chroot_connect
@@ -227,3 +230,35 @@ def test_zookeeper_paused_beyond_the_session_timeout_gets_a_new_registration(bro
         assert "registering broker 1 again" in b.read_log()
     finally:
         server.cleanup()
+
+
+async def test_the_broker_object_holds_the_live_set(connect, tmp_path):
+    """In-process brokers: broker.cluster_members is the live set, kept current."""
+    def server(node_id: int) -> KafkaServer:
+        return KafkaServer(BrokerConfig({
+            "node.id": str(node_id), "listeners": f"PLAINTEXT://127.0.0.1:{free_port_pair()}",
+            "log.dirs": str(tmp_path / str(node_id)), "zookeeper.connect": connect,
+            "zookeeper.session.timeout.ms": str(SESSION_MS)}))
+
+    async def until(probe, bound_s: float = WAIT_S):
+        deadline = time.monotonic() + bound_s
+        while not probe() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return probe()
+
+    one, two = server(1), server(2)
+    await one.start()
+    try:
+        await two.start()
+        try:
+            members = one.broker.cluster_members
+            assert await until(lambda: set(members) == {1, 2})
+            assert members[2].registration.endpoints == (
+                zkdata.Endpoint("PLAINTEXT", "127.0.0.1", two.bound_port),)
+            assert members[2].epoch == two.membership.broker_epoch
+            assert one.broker.membership.cluster_id == two.broker.membership.cluster_id
+        finally:
+            await two.stop()
+        assert await until(lambda: set(one.broker.cluster_members) == {1})
+    finally:
+        await one.stop()
