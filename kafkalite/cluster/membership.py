@@ -99,8 +99,12 @@ class Membership:
                 f"Timed out waiting for connection to ZooKeeper {self.client.connect} within "
                 f"{self.connect_timeout_ms} ms (zookeeper.connection.timeout.ms): "
                 f"{e.__cause__ or e}") from e
-        await self.client.ensure_persistent_paths()
-        self.cluster_id = await self._get_or_create_cluster_id()
+        try:
+            await self.client.ensure_persistent_paths()
+            self.cluster_id = await self._get_or_create_cluster_id()
+        except ZkError as e:
+            raise ClusterError(f"ZooKeeper {self.client.connect} failed during the start: "
+                               f"{e!r}") from e
         stored = stored_cluster_id(data_dir)
         if stored is not None and stored != self.cluster_id:
             raise ClusterError(  # Kafka's InconsistentClusterIdException
@@ -131,9 +135,12 @@ class Membership:
             self.broker_id, tuple(endpoints), protocols, self.clock.wall_ms(), self.rack)
         try:
             await self._register()
+            await self._refresh()
         except NodeExists as e:
             raise ClusterError(self._taken_message(e)) from e
-        await self._refresh()
+        except ZkError as e:
+            raise ClusterError(f"ZooKeeper {self.client.connect} failed during the "
+                               f"registration of broker {self.broker_id}: {e!r}") from e
         self._task = asyncio.ensure_future(self._run())
         return self.broker_epoch
 
@@ -185,6 +192,9 @@ class Membership:
         except ZkError as e:
             log.warning("ZooKeeper error (%r): retrying", e)
             self._schedule_retry()
+        except Exception:  # the task must outlive any surprise, or membership stops
+            log.exception("Cluster membership update failed: retrying")
+            self._schedule_retry()
         else:
             self._attempt = 0
 
@@ -204,8 +214,12 @@ class Membership:
                 data, st = await self.client.get(f"{zkdata.BROKER_IDS}/{name}")
             except NoNode:  # gone meanwhile: the watch fires again
                 continue
-            found[int(name)] = Member(zkdata.BrokerRegistration.decode(int(name), data),
-                                      st.czxid)
+            try:
+                found[int(name)] = Member(zkdata.BrokerRegistration.decode(int(name), data),
+                                          st.czxid)
+            except (ValueError, KeyError, TypeError) as e:  # not a broker we can reach
+                log.warning("Ignoring %s/%s: not a broker registration (%r)",
+                            zkdata.BROKER_IDS, name, e)
         before = {i: m.epoch for i, m in self.members.items()}
         self.members.clear()
         self.members.update(sorted(found.items()))

@@ -13,7 +13,8 @@ import sys
 from kafkalite.clock import FakeClock
 from kafkalite.cluster import zkdata
 from kafkalite.cluster.membership import Membership, retry_delay_ms
-from kafkalite.cluster.zk import NodeExists, NoNode, SessionEvent, Stat, ZkConnectionError
+from kafkalite.cluster.zk import (NodeExists, NoNode, SessionEvent, Stat, WatchEvent,
+                                  ZkConnectionError)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENDPOINTS = [zkdata.Endpoint("PLAINTEXT", "127.0.0.1", 19092)]
@@ -140,6 +141,18 @@ async def test_an_id_held_by_another_session_is_retried_with_a_growing_backoff(t
     await settle()
     assert zk.nodes[zkdata.broker_path(1)][2] == zk.session_id
     assert m.members[1].epoch == m.broker_epoch
+    await m.close()
+
+
+async def test_what_is_not_a_broker_registration_is_left_out_of_the_live_set(tmp_path):
+    clock = FakeClock()
+    m, zk = await joined(clock, tmp_path)
+    zk.put(f"{zkdata.BROKER_IDS}/x", b"{}", 5)
+    zk.put(zkdata.broker_path(2), b"not json", 6)
+    zk.put(zkdata.broker_path(3), zk.nodes[zkdata.broker_path(1)][0], 7)
+    zk.events.put_nowait(WatchEvent("CHILD", zkdata.BROKER_IDS))
+    await settle()
+    assert set(m.members) == {1, 3}
     await m.close()
 
 
