@@ -18,11 +18,12 @@ def _serve(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as e:
         print(f"kafkalite: invalid configuration: {e}", file=sys.stderr)
         return 2
+    from .cluster.membership import ClusterError
     from .security.tls import TlsConfigError
     from .server import run
     try:
         run(cfg)
-    except TlsConfigError as e:
+    except (TlsConfigError, ClusterError) as e:
         print(f"kafkalite: cannot start: {e}", file=sys.stderr)
         return 1
     except ConfigError as e:

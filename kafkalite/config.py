@@ -58,6 +58,14 @@ BROKER_PROPS: list[Prop] = [
     Prop("log.dirs", "string", None),
     Prop("log.dir", "string", "./data"),
     Prop("cluster.id", "string", None, None, "Cluster id; generated and persisted when unset."),
+    # A cluster coordinated by ZooKeeper (issue 17, Kafka's ZooKeeper mode); unset, the broker
+    # is the single node it always was and kazoo is never imported.
+    Prop("zookeeper.connect", "string", None, None,
+         "ZooKeeper hosts host:port[,host:port...][/chroot]; unset: a single-node broker."),
+    Prop("zookeeper.session.timeout.ms", "int", 18000, _at_least(1)),
+    Prop("zookeeper.connection.timeout.ms", "int", None, _at_least(1), "Time to wait for "
+         "ZooKeeper at start; unset: zookeeper.session.timeout.ms."),
+    Prop("broker.rack", "string", None, None, "Rack of the broker (rack-aware placement)."),
     Prop("num.partitions", "int", 1, _at_least(1)),
     Prop("default.replication.factor", "int", 1, _at_least(1)),
     Prop("auto.create.topics.enable", "boolean", True),

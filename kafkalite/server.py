@@ -62,6 +62,7 @@ class KafkaServer:
         self.bound_port = 0
         self._metrics: asyncio.AbstractServer | None = None
         self.metrics_port = -1
+        self.membership: Any = None  # cluster.membership.Membership with zookeeper.connect
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -96,6 +97,9 @@ class KafkaServer:
     async def start(self) -> None:
         _raise_fd_limit()
         t0 = time.monotonic()
+        if self.config["zookeeper.connect"]:  # before the data directory: its cluster id
+            from .cluster.membership import join_cluster
+            self.membership = await join_cluster(self.config, self.clock)
         self.broker.open()
         host = self.listeners[0].host
         loop = asyncio.get_running_loop()
@@ -118,6 +122,11 @@ class KafkaServer:
         # Requests with no listener (in-process callers) see the first listener's endpoint.
         self.broker.host = first.advertised_host
         self.broker.port = first.advertised_port or first.port
+        if self.membership is not None:
+            from .cluster.membership import register_listeners
+            await register_listeners(self.membership, self.listeners)
+            self.broker.membership = self.membership
+            self.broker.cluster_members = self.membership.members  # live, updated in place
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
@@ -199,6 +208,8 @@ class KafkaServer:
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
+        if self.membership is not None:  # the registration goes with the session
+            await self._within(self.membership.close(), SHUTDOWN_GRACE_MS)
         self._closed_clean = True
         log.info("Shutdown complete")
 

@@ -27,7 +27,8 @@ class ZkError(Exception):
 
 
 class NodeExists(ZkError):
-    pass
+    """`owner`: the session holding an ephemeral node (checked_ephemeral_create), else 0."""
+    owner: int = 0
 
 
 class NoNode(ZkError):
@@ -303,7 +304,9 @@ class ZkClient:
                     continue
                 if owned.ephemeral_owner == self.session_id:
                     return owned.czxid
-                raise NodeExists(f"{path} is held by session {owned.ephemeral_owner:#x}") from None
+                err = NodeExists(f"{path} is held by session {owned.ephemeral_owner:#x}")
+                err.owner = owned.ephemeral_owner
+                raise err from None
         raise ZkConnectionError(f"{path}: could not create it in 3 attempts")
 
     async def read_controller_epoch(self) -> tuple[int, int]:
