@@ -274,6 +274,12 @@ class ConsumerGroupCoordinator:
         if received > member.epoch or (received < member.epoch and (
                 received != member.previous_epoch or not is_subset(hb.owned, member.assigned))):
             side = "greater" if received > member.epoch else "smaller"
+            # Logged: a client that missed an epoch bump is refused here until its session ends,
+            # which the log would otherwise show only as that session expiring.
+            log.info("Consumer group member %s fenced at heartbeat: epoch %d, coordinator's %d "
+                     "(previous %d), owned %s", member.member_id, received, member.epoch,
+                     member.previous_epoch, None if hb.owned is None else
+                     {t: sorted(ps) for t, ps in hb.owned.items()})
             raise HeartbeatError(
                 E.fenced_member_epoch,
                 f"The consumer group member has a {side} member epoch ({received}) than the "

@@ -225,3 +225,28 @@ def test_group_overrides_replace_the_broker_interval_and_session(env):
     assert a.heartbeat_interval_ms == 5000
     clock.advance(SESSION)
     assert cg.groups["g"].members == {}
+
+
+def test_member_that_missed_its_epoch_bump_is_fenced_until_its_session_ends(env):
+    """librdkafka times a heartbeat out after heartbeat.interval.ms: when the late answer
+    carried an epoch bump, its next heartbeat has the previous epoch and no owned partitions.
+    As Kafka 4.x (throwIfConsumerGroupMemberEpochIsInvalid): FENCED_MEMBER_EPOCH, its rejoin
+    with epoch 0 under the same member id too, and neither renews the session; its commits
+    are refused; once the session ends the same id joins as a new member."""
+    clock, _, cg, _ = env
+    a1 = join(cg, "m1")
+    join(cg, "m2")
+    r = beat(cg, "m1", 1, owned=a1.assignment)
+    assert beat(cg, "m1", 1, owned=r.assignment).member_epoch == 2  # this answer is lost
+    group = cg.groups["g"]
+    for hb in (lambda: beat(cg, "m1", 1), lambda: join(cg, "m1")):
+        with pytest.raises(HeartbeatError) as e:
+            hb()
+        assert e.value.code == E.fenced_member_epoch
+    assert group.validate_commit("m1", 1, 9) == E.stale_member_epoch
+    for _ in range(3):  # m2 keeps its session; m1's fenced heartbeats do not renew its own
+        clock.advance(SESSION // 2)
+        beat(cg, "m2", group.members["m2"].epoch, owned=group.members["m2"].assigned)
+    assert "m1" not in group.members
+    assert group.validate_commit("m1", 1, 9) == E.unknown_member_id
+    assert join(cg, "m1").member_epoch == group.epoch
