@@ -28,18 +28,17 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..wire.errors import ErrorCode
 from .consumer_assignors import ASSIGNORS, MemberSpec, configured
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup,
-                             ConsumerMember, MemberState, is_subset, new_member_id,
-                             reconcile)
+                             ConsumerMember, MemberState, new_member_id, reconcile)
 from .consumer_group_classic import ClassicMembers
 from .consumer_group_store import ConsumerGroupStore
-from .consumer_subscriptions import (InvalidRegex, compile_regex, resolve_regexes,
-                                     resolved_regexes, subscribed_topics)
+from .consumer_heartbeat import (Heartbeat, HeartbeatAnswer, HeartbeatError, check_epoch,
+                                 validate)
+from .consumer_subscriptions import resolve_regexes, resolved_regexes, subscribed_topics
 from .groups_registry import GroupRegistry
 
 
@@ -50,41 +49,6 @@ E = ErrorCode
 TopicsFn = Callable[[], Mapping[str, tuple[int, bool]]]
 # group id -> its GROUP-resource config overrides (group_configs.py), as strings
 OverridesFn = Callable[[str], Mapping[str, str]]
-
-
-class HeartbeatError(Exception):
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass
-class Heartbeat:
-    """One ConsumerGroupHeartbeat request, topic ids already turned into names."""
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_names: tuple[str, ...] | None = None
-    subscribed_regex: str | None = None
-    server_assignor: str | None = None
-    owned: Assignment | None = None
-    client_id: str = ""
-    client_host: str = ""
-    version: int = 1
-    # The topics among those given the member may DESCRIBE (None: no authorizer), for the
-    # regexes this heartbeat resolves.
-    describable: Callable[[set[str]], set[str]] | None = None
-
-
-@dataclass
-class HeartbeatAnswer:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
-    assignment: Assignment | None = None
 
 
 class ConsumerGroupCoordinator:
@@ -112,48 +76,13 @@ class ConsumerGroupCoordinator:
 
     def heartbeat(self, hb: Heartbeat) -> HeartbeatAnswer:
         """Raises HeartbeatError with Kafka's error and message."""
-        self._validate(hb)
+        validate(hb, self.assignors)
         err = self.registry.check_status(hb.group_id, allow_empty_id=False)
         if err is not None:
             raise HeartbeatError(err, "")
         if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(hb)
         return self._heartbeat(hb)
-
-    def _validate(self, hb: Heartbeat) -> None:
-        def bad(msg: str) -> HeartbeatError:
-            return HeartbeatError(E.invalid_request, msg)
-        if not hb.group_id:
-            raise bad("GroupId can't be empty.")
-        if not hb.member_id and (hb.version >= 1 or hb.member_epoch != 0):
-            raise bad("MemberId can't be empty.")
-        if hb.instance_id == "":
-            raise bad("InstanceId can't be empty.")
-        if hb.rack_id == "":
-            raise bad("RackId can't be empty.")
-        if hb.member_epoch == 0:
-            if hb.rebalance_timeout_ms == -1:
-                raise bad("RebalanceTimeoutMs must be provided in first request.")
-            if hb.owned is None or hb.owned:
-                raise bad("TopicPartitions must be empty when (re-)joining.")
-            if hb.subscribed_names is None and hb.subscribed_regex is None:
-                raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in "
-                          "first request.")
-        elif hb.member_epoch == STATIC_LEAVE_EPOCH and hb.instance_id is None:
-            raise bad("InstanceId can't be null.")
-        elif hb.member_epoch < STATIC_LEAVE_EPOCH:
-            raise bad("MemberEpoch is invalid.")
-        if hb.server_assignor is not None and hb.server_assignor not in self.assignors:
-            raise HeartbeatError(E.unsupported_assignor,
-                                 f"ServerAssignor {hb.server_assignor} is not supported. "
-                                 f"Supported assignors: {', '.join(self.assignors)}.")
-        if hb.subscribed_regex:
-            try:
-                compile_regex(hb.subscribed_regex)
-            except InvalidRegex as e:
-                raise HeartbeatError(E.invalid_regular_expression,
-                                     f"SubscribedTopicRegex `{hb.subscribed_regex}` is not a "
-                                     f"valid regular expression: {e}.") from None
 
     def _group(self, group_id: str, create: bool) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -191,7 +120,7 @@ class ConsumerGroupCoordinator:
         replaced: ConsumerMember | None = None
         if hb.instance_id is None:
             member = self._member(group, member_id, joining)
-            self._check_epoch(member, hb)
+            check_epoch(member, hb)
         else:
             member = group.static_member(hb.instance_id)
             if joining and member is not None and member.member_id != member_id:
@@ -215,7 +144,7 @@ class ConsumerGroupCoordinator:
                         E.fenced_instance_id,
                         f"Static member {member_id} with instance id {hb.instance_id} was "
                         f"fenced by member {member.member_id}.")
-                self._check_epoch(member, hb)
+                check_epoch(member, hb)
         before = (member.subscribed_names, member.subscribed_regex)
         new = member.member_id not in group.members
         self._update(member, hb)
@@ -267,24 +196,6 @@ class ConsumerGroupCoordinator:
                                  f"Member {member_id} is not a member of group "
                                  f"{group.group_id}.")
         return ConsumerMember(member_id)
-
-    @staticmethod
-    def _check_epoch(member: ConsumerMember, hb: Heartbeat) -> None:
-        received = hb.member_epoch
-        if received > member.epoch or (received < member.epoch and (
-                received != member.previous_epoch or not is_subset(hb.owned, member.assigned))):
-            side = "greater" if received > member.epoch else "smaller"
-            # Logged: a client that missed an epoch bump is refused here until its session ends,
-            # which the log would otherwise show only as that session expiring.
-            log.info("Consumer group member %s fenced at heartbeat: epoch %d, coordinator's %d "
-                     "(previous %d), owned %s", member.member_id, received, member.epoch,
-                     member.previous_epoch, None if hb.owned is None else
-                     {t: sorted(ps) for t, ps in hb.owned.items()})
-            raise HeartbeatError(
-                E.fenced_member_epoch,
-                f"The consumer group member has a {side} member epoch ({received}) than the "
-                f"one known by the group coordinator ({member.epoch}). The member must "
-                "abandon all its partitions and rejoin.")
 
     @staticmethod
     def _update(member: ConsumerMember, hb: Heartbeat) -> None:
