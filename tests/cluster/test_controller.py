@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from typing import Any, Awaitable, Callable
 
@@ -17,6 +20,7 @@ from kafkalite.cluster.controller import Controller
 from kafkalite.cluster.zk import ControllerMoved, ZkClient
 from tests.helpers.zookeeper import chroot_connect
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_MS = 4000
 STATE_KEYS = {"version", "leader", "leader_epoch", "controller_epoch", "isr"}
 
@@ -241,3 +245,47 @@ async def test_two_controllers_one_acts_and_the_deposed_ones_write_fails(cluster
     got = await wait_states(cluster.admin, "t", lambda s: s[0][0].leader == 2)
     assert got[0] == (zkdata.PartitionState(2, 1, (2,), other.epoch), 1)
     assert not first.active
+
+
+async def test_a_sigkilled_controller_process_is_replaced_with_the_next_epoch(cluster):
+    """The controller in a process of its own, SIGKILLed: its session expires (no close),
+    /controller goes, and the in-process one takes over with epoch + 1 and acts."""
+    for b in (1, 2):
+        await cluster.broker(b)
+    await cluster.admin.ensure_path(zkdata.BROKER_IDS)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.cluster.test_controller",
+                             cluster.connect, "7"], cwd=ROOT, stdout=subprocess.PIPE)
+    try:
+        line = await asyncio.get_running_loop().run_in_executor(None, proc.stdout.readline)
+        assert line.split()[0] == b"controller", line
+        killed_epoch = int(line.split()[1])
+        standby = await cluster.controller(8)
+        await asyncio.sleep(0.5)
+        assert not standby.active
+        await admin_zk.create_topic(cluster.admin, "t", 1, 2, assignment={0: [1, 2]})
+        got = await wait_states(cluster.admin, "t", lambda s: len(s) == 1)
+        assert got[0] == (zkdata.PartitionState(1, 0, (1, 2), killed_epoch), 0)
+        proc.kill()
+        assert await eventually(lambda: active(standby), bool, timeout=SESSION_MS / 1000 + 15)
+        assert standby.epoch == killed_epoch + 1
+        await cluster.sessions[0].close()  # broker 1
+        got = await wait_states(cluster.admin, "t", lambda s: s[0][0].leader == 2)
+        assert got[0] == (zkdata.PartitionState(2, 1, (2,), standby.epoch), 1)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+async def _controller_process(connect: str, broker_id: int) -> None:
+    """Run a controller until killed (bounded): prints "controller <epoch>" once active."""
+    zk = ZkClient(connect, SESSION_MS)
+    await zk.start()
+    controller = Controller(zk, broker_id)
+    await controller.start()
+    await eventually(lambda: active(controller), bool)
+    print("controller", controller.epoch, flush=True)
+    await asyncio.sleep(120)
+
+
+if __name__ == "__main__":
+    asyncio.run(_controller_process(sys.argv[1], int(sys.argv[2])))
