@@ -23,14 +23,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Collection, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Collection, Sequence, TypeVar
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
 from .decisions import elect_leader
-from .zk import (ControllerMoved, Create, NodeExists, NoNode, BadVersion, SessionEvent,
-                 SetData, WatchEvent, ZkClient, ZkError)
+from .live_brokers import LiveBrokers, ZkLiveBrokers
+from .zk import (BadVersion, ControllerMoved, Create, NodeExists, NoNode, SessionEvent, SetData,
+                 ZkClient, ZkError)
 
 log = logging.getLogger("kafkalite.controller")
 T = TypeVar("T")
@@ -79,79 +80,6 @@ def remove_replica(state: zkdata.PartitionState, replica: int,
     isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica)
     return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
                    controller_epoch=controller_epoch)
-
-
-# --- the live broker set ---------------------------------------------------------------------
-
-class LiveBrokers(Protocol):
-    """Where the controller learns which brokers are alive; listeners are called (on the
-    loop) after every change."""
-
-    def live_brokers(self) -> Mapping[int, zkdata.BrokerRegistration]: ...
-
-    def add_listener(self, callback: Callable[[], None]) -> None: ...
-
-    def remove_listener(self, callback: Callable[[], None]) -> None: ...
-
-
-class ZkLiveBrokers:
-    """LiveBrokers from a children watch on /brokers/ids and the registrations there."""
-
-    def __init__(self, zk: ZkClient):
-        self.zk = zk
-        self._brokers: dict[int, zkdata.BrokerRegistration] = {}
-        self._listeners: list[Callable[[], None]] = []
-        self._task: asyncio.Task | None = None
-
-    def live_brokers(self) -> Mapping[int, zkdata.BrokerRegistration]:
-        return dict(self._brokers)
-
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        self._listeners.append(callback)
-
-    def remove_listener(self, callback: Callable[[], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
-
-    async def start(self) -> None:
-        events = self.zk.subscribe()
-        await self.zk.ensure_path(zkdata.BROKER_IDS)
-        await self.refresh()
-        self._task = asyncio.create_task(self._pump(events))
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _pump(self, events: asyncio.Queue) -> None:
-        try:
-            while True:
-                event = await events.get()
-                # a new session (after expiry) has lost the watch: read and watch again
-                if (isinstance(event, WatchEvent) and event.path == zkdata.BROKER_IDS) or \
-                        (isinstance(event, SessionEvent) and event.state == "CONNECTED"):
-                    try:
-                        await self.refresh()
-                    except ZkError as e:  # the next CONNECTED reads again
-                        log.info("reading %s: %s", zkdata.BROKER_IDS, e)
-        finally:
-            self.zk.unsubscribe(events)
-
-    async def refresh(self) -> None:
-        ids = {int(c) for c in await self.zk.children(zkdata.BROKER_IDS, watch=True)
-               if c.isdigit()}
-        brokers = {b: r for b, r in self._brokers.items() if b in ids}
-        for b in sorted(ids - set(brokers)):
-            try:
-                data, _ = await self.zk.get(zkdata.broker_path(b))
-            except NoNode:  # gone again already; the watch brings the next listing
-                continue
-            brokers[b] = zkdata.BrokerRegistration.decode(b, data)
-        if brokers.keys() != self._brokers.keys():
-            self._brokers = brokers
-            for callback in list(self._listeners):
-                callback()
 
 
 # --- the controller --------------------------------------------------------------------------
@@ -280,6 +208,9 @@ class Controller:
         if self.active:
             log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
         self.active = False
+        self._forget_all()
+
+    def _forget_all(self) -> None:
         self.topics.clear()
         self.unclean.clear()
         self.states.clear()
@@ -287,19 +218,21 @@ class Controller:
     # --- election and failover ---------------------------------------------------------------
 
     async def _elect(self) -> None:
-        if self.active:
-            return
-        try:
-            self.epoch, self.epoch_zk_version = await self.zk.elect_controller(
-                self.broker_id, self.clock.wall_ms())
-        except ControllerMoved:
-            if await self.zk.exists(zkdata.CONTROLLER, watch=True) is None:
-                self._work.put_nowait(("elect",))  # gone already: contend again
-            return
+        if not self.active:
+            try:
+                self.epoch, self.epoch_zk_version = await self.zk.elect_controller(
+                    self.broker_id, self.clock.wall_ms())
+            except ControllerMoved:
+                if await self.zk.exists(zkdata.CONTROLLER, watch=True) is None:
+                    self._work.put_nowait(("elect",))  # gone already: contend again
+                return
+            self.active = True
+            log.info("broker %d is controller, epoch %d", self.broker_id, self.epoch)
+        # Kafka's onControllerFailover: load, then bring every partition online that can be.
+        # Also after a reconnection within the session (still active): a write that failed
+        # on the lost connection is decided again from what ZooKeeper holds now.
         await self.zk.exists(zkdata.CONTROLLER, watch=True)
-        self.active = True
-        log.info("broker %d is controller, epoch %d", self.broker_id, self.epoch)
-        # Kafka's onControllerFailover: load, then bring every partition online that can be
+        self._forget_all()
         self.live = set(self.live_source.live_brokers())
         for topic in await self.zk.children(zkdata.TOPICS, watch=True):
             await self._load_topic(topic)

@@ -194,6 +194,23 @@ async def test_new_partitions_get_states_and_a_topic_with_no_live_replica_waits(
     assert got[3] == (zkdata.PartitionState(5, 0, (5,), ctl.epoch), 0)
 
 
+
+async def test_a_leaders_isr_change_is_read_again_not_overwritten(cluster):
+    """The controller's cached state is stale (the leader shrank the ISR meanwhile): its
+    conditional write fails on the version, it reads the state again and decides on it."""
+    brokers = {b: await cluster.broker(b) for b in (1, 2, 3)}
+    ctl = await cluster.controller(9)
+    assert await eventually(lambda: active(ctl), bool)
+    await admin_zk.create_topic(cluster.admin, "t", 1, 3, assignment={0: [1, 2, 3]})
+    got = await wait_states(cluster.admin, "t", lambda s: len(s) == 1)
+    state, version = got[0]
+    # broker 1, the leader, drops 3 from the ISR (a leader's own ISR write: same leader epoch)
+    await cluster.admin.set(zkdata.partition_state_path("t", 0), zkdata.PartitionState(
+        1, 0, (1, 2), state.controller_epoch).encode(), version)
+    await brokers[2].close()
+    got = await wait_states(cluster.admin, "t", lambda s: 2 not in s[0][0].isr)
+    assert got[0] == (zkdata.PartitionState(1, 1, (1,), ctl.epoch), 2)
+
 def expire(zk: ZkClient) -> None:
     """End zk's session on the server as an expiry does (ZooKeeper's own test trick: a second
     client on the same session id and password closes it); zk's kazoo then finds its session
