@@ -127,6 +127,10 @@ class Controller:
         if self._own_live:
             await self.live_source.stop()  # type: ignore[attr-defined]
         self._resign()
+        while not self._work.empty():  # nobody will run them: their callers must not hang
+            item = self._work.get_nowait()
+            if item[0] == "call" and not item[2].done():
+                item[2].set_exception(KafkaError(ErrorCode.not_controller, "stopped"))
 
     async def submit(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run `fn` in the controller's turn, after the work queued before it: admin actions

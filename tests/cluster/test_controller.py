@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ import pytest
 from kafkalite.cluster import admin_zk, zkdata
 from kafkalite.cluster.controller import Controller
 from kafkalite.cluster.zk import ControllerMoved, ZkClient
+from kafkalite.wire.errors import ErrorCode, KafkaError
 from tests.helpers.zookeeper import chroot_connect
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -211,6 +213,32 @@ async def test_a_leaders_isr_change_is_read_again_not_overwritten(cluster):
     got = await wait_states(cluster.admin, "t", lambda s: 2 not in s[0][0].isr)
     assert got[0] == (zkdata.PartitionState(1, 1, (1,), ctl.epoch), 2)
 
+
+async def test_a_sigstopped_brokers_session_expires_and_its_leadership_moves(cluster):
+    """A broker that stops heartbeating (SIGSTOP of the process holding its registration)
+    is dead once ZooKeeper expires its session, as Kafka's failover time follows
+    zookeeper.session.timeout.ms."""
+    await cluster.broker(2)
+    holder = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "cluster", "zk_holder.py"),
+         cluster.connect, "1500", zkdata.broker_path(7)], stdout=subprocess.PIPE, text=True,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(holder.stdout.readline), 30)
+        assert line.startswith("ready"), line
+        ctl = await cluster.controller(9)
+        assert await eventually(lambda: active(ctl), bool)
+        await admin_zk.create_topic(cluster.admin, "t", 1, 2, assignment={0: [7, 2]})
+        got = await wait_states(cluster.admin, "t", lambda s: len(s) == 1)
+        assert got[0] == (zkdata.PartitionState(7, 0, (7, 2), ctl.epoch), 0)
+        os.kill(holder.pid, signal.SIGSTOP)
+        got = await wait_states(cluster.admin, "t", lambda s: s[0][0].leader == 2)
+        assert got[0] == (zkdata.PartitionState(2, 1, (2,), ctl.epoch), 1)
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.kill()
+        holder.wait(10)
+
 def expire(zk: ZkClient) -> None:
     """End zk's session on the server as an expiry does (ZooKeeper's own test trick: a second
     client on the same session id and password closes it); zk's kazoo then finds its session
@@ -235,6 +263,9 @@ async def test_two_controllers_one_acts_and_the_deposed_ones_write_fails(cluster
     owner = zkdata.ControllerRegistration.decode((await cluster.admin.get(
         zkdata.CONTROLLER))[0])
     assert owner.broker_id == first.broker_id
+    with pytest.raises(KafkaError) as refused:  # admin actions go to the controller only
+        await other.submit(lambda: asyncio.sleep(0))
+    assert refused.value.code == ErrorCode.not_controller
 
     # The first controller is about to write when its session ends
     gate = asyncio.Event()
