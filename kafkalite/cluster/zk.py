@@ -132,6 +132,9 @@ class ZkClient:
         self.session_timeout_ms = session_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms or session_timeout_ms
         self.events: asyncio.Queue[SessionEvent | WatchEvent] = asyncio.Queue()
+        # Further consumers of the same events (the controller, the live-broker watch): each
+        # gets every event, as one ZooKeeper session's watches serve the whole broker
+        self._subscribers: list[asyncio.Queue[SessionEvent | WatchEvent]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kazoo: Any = None
 
@@ -198,11 +201,26 @@ class ZkClient:
             except RuntimeError:  # the loop closed meanwhile: nobody waits any more
                 pass
 
+    def subscribe(self) -> asyncio.Queue[SessionEvent | WatchEvent]:
+        """A queue of its own that receives every later session and watch event."""
+        queue: asyncio.Queue[SessionEvent | WatchEvent] = asyncio.Queue()
+        self._subscribers.append(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue) -> None:
+        if queue in self._subscribers:
+            self._subscribers.remove(queue)
+
+    def _publish(self, event: SessionEvent | WatchEvent) -> None:  # on the loop
+        self.events.put_nowait(event)
+        for queue in self._subscribers:
+            queue.put_nowait(event)
+
     def _on_state(self, state: Any) -> None:  # kazoo's thread
-        self._to_loop(self.events.put_nowait, SessionEvent(str(state)))
+        self._to_loop(self._publish, SessionEvent(str(state)))
 
     def _on_watch(self, event: Any) -> None:  # kazoo's thread
-        self._to_loop(self.events.put_nowait, WatchEvent(str(event.type), event.path))
+        self._to_loop(self._publish, WatchEvent(str(event.type), event.path))
 
     def _await(self, async_result: Any) -> asyncio.Future:
         assert self._loop is not None, "start() first"
@@ -360,10 +378,10 @@ class ZkClient:
         try:
             return (await self.multi([Check(zkdata.CONTROLLER_EPOCH, controller_epoch_version),
                                       *ops]))[1:]
-        except (BadVersion, NoNode) as e:
-            if e.index == 0:
+        except ZkError as e:
+            if e.index == 0 and isinstance(e, (BadVersion, NoNode)):
                 raise ControllerMoved("/controller_epoch moved on: no longer controller") from e
-            if e.index is not None:
+            if e.index is not None:  # every error's index counts the caller's ops only
                 e.index -= 1
             raise
 

@@ -1,0 +1,158 @@
+# Topic creation and partition growth as Kafka's ZooKeeper-mode admin path writes them
+# (AdminZkClient.createTopicWithAssignment / addPartitions): the topic's config under
+# /config/topics/<t> first, then its replica assignment under /brokers/topics/<t>. Nothing
+# else: the controller, watching /brokers/topics, creates the partitions' state znodes (leader,
+# ISR) when the assignment appears or grows. Any broker can run these; the znode create is
+# the arbiter between two creators of one topic (NodeExists -> TOPIC_ALREADY_EXISTS).
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Mapping, Sequence
+
+from ..log.datadir import uuid_b64
+from ..wire.errors import ErrorCode, KafkaError
+from . import zkdata
+from .decisions import assign_replicas
+from .zk import BadVersion, NodeExists, NoNode, ZkClient
+
+UPDATE_ATTEMPTS = 5  # bounded retries of a conditional assignment update that lost a race
+
+
+async def registered_brokers(zk: ZkClient) -> dict[int, str | None]:
+    """{broker id: rack} of every broker registered under /brokers/ids (Kafka's
+    getBrokerMetadatas: the placement candidates)."""
+    ids = [int(c) for c in await zk.children(zkdata.BROKER_IDS) if c.isdigit()]
+
+    async def rack(b: int) -> str | None | bool:
+        try:
+            data, _ = await zk.get(zkdata.broker_path(b))
+        except NoNode:  # left between the listing and the read
+            return False
+        return zkdata.BrokerRegistration.decode(b, data).rack
+    racks = await asyncio.gather(*(rack(b) for b in ids))
+    return {b: r for b, r in sorted(zip(ids, racks)) if r is not False}  # type: ignore[misc]
+
+
+def new_topic_id() -> str:
+    """Kafka's Uuid.randomUuid: never one whose string starts with '-' (a command-line
+    option lookalike)."""
+    for _ in range(100):
+        text = uuid_b64(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
+    raise RuntimeError("no topic id")  # pragma: no cover - 2^-600
+
+
+def _placement(brokers: Mapping[int, str | None], partitions: int, replication_factor: int,
+               start_index: int = -1, shift: int = -1,
+               start_partition: int = 0) -> dict[int, list[int]]:
+    ids = sorted(brokers)
+    racks = {b: r for b, r in brokers.items() if r is not None}
+    return assign_replicas(ids, racks or None, partitions, replication_factor, start_index,
+                           shift, start_partition)
+
+
+def validate_assignment(assignment: Mapping[int, Sequence[int]], first_partition: int,
+                        brokers: Mapping[int, str | None]) -> None:
+    """Kafka's checks on an explicit assignment: partitions numbered consecutively from
+    first_partition, replicas distinct, one replication factor, every broker registered."""
+    if sorted(assignment) != list(range(first_partition, first_partition + len(assignment))):
+        raise KafkaError(ErrorCode.invalid_replica_assignment,
+                         "Unexpected existing replica assignment for topic, partitions "
+                         f"must start at {first_partition} and be consecutive.")
+    factors = {len(r) for r in assignment.values()}
+    if len(factors) > 1:
+        raise KafkaError(ErrorCode.invalid_replica_assignment,
+                         "All partitions should have the same number of replicas")
+    for p, replicas in assignment.items():
+        if not replicas:
+            raise KafkaError(ErrorCode.invalid_replica_assignment,
+                             f"Cannot have replication factor of 0 for partition id {p}.")
+        if len(set(replicas)) != len(replicas):
+            raise KafkaError(ErrorCode.invalid_replica_assignment,
+                             f"Duplicate replica assignment found: {list(replicas)}")
+        unknown = sorted(set(replicas) - set(brokers))
+        if unknown:
+            raise KafkaError(ErrorCode.invalid_replica_assignment,
+                             f"Unknown broker(s) in replica assignment: {unknown}.")
+
+
+async def create_topic(zk: ZkClient, name: str, partitions: int, replication_factor: int,
+                       configs: Mapping[str, str] | None = None,
+                       assignment: Mapping[int, Sequence[int]] | None = None,
+                       racks: Mapping[int, str | None] | None = None) -> zkdata.TopicAssignment:
+    """Write a new topic: its config, then its assignment with a fresh topic id. `racks`
+    ({broker id: rack or None}) are the placement candidates, by default the registered
+    brokers. Raises TOPIC_ALREADY_EXISTS when /brokers/topics/<name> exists."""
+    if await zk.exists(zkdata.topic_path(name)) is not None:
+        raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    brokers = dict(racks) if racks is not None else await registered_brokers(zk)
+    if assignment is not None:
+        validate_assignment(assignment, 0, brokers)
+        placed = {p: list(r) for p, r in assignment.items()}
+    else:
+        placed = _placement(brokers, partitions, replication_factor)
+    # The config first, as Kafka: a controller that sees the assignment finds its config
+    config_path = zkdata.topic_config_path(name)
+    encoded = zkdata.encode_topic_config(dict(configs or {}))
+    try:
+        await zk.create(config_path, encoded, makepath=True)
+    except NodeExists:  # a leftover of a deleted topic (Kafka's setOrCreateEntityConfigs)
+        await zk.set(config_path, encoded)
+    topic = zkdata.TopicAssignment({p: tuple(r) for p, r in sorted(placed.items())},
+                                   new_topic_id())
+    try:
+        await zk.create(zkdata.topic_path(name), topic.encode(), makepath=True)
+    except NodeExists:
+        raise KafkaError(ErrorCode.topic_already_exists,
+                         f"Topic '{name}' already exists.") from None
+    return topic
+
+
+async def create_partitions(zk: ZkClient, name: str, total: int,
+                            assignment: Mapping[int, Sequence[int]] | None = None,
+                            racks: Mapping[int, str | None] | None = None
+                            ) -> zkdata.TopicAssignment:
+    """Grow the topic to `total` partitions (Kafka's AdminZkClient.addPartitions): the new
+    partitions' replicas continue the round-robin from partition 0's first replica, unless
+    `assignment` names them. A conditional write on the assignment's znode version."""
+    brokers = dict(racks) if racks is not None else await registered_brokers(zk)
+    for _ in range(UPDATE_ATTEMPTS):
+        try:
+            data, st = await zk.get(zkdata.topic_path(name))
+        except NoNode:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition,
+                             f"The topic '{name}' does not exist.") from None
+        current = zkdata.TopicAssignment.decode(data)
+        existing = len(current.partitions)
+        if total <= existing:
+            raise KafkaError(ErrorCode.invalid_partitions,
+                             f"Topic currently has {existing} partitions, {total} would not "
+                             "be an increase.")
+        if current.adding or current.removing:
+            raise KafkaError(ErrorCode.reassignment_in_progress,
+                             f"A partition reassignment is in progress for the topic '{name}'.")
+        if assignment is not None:
+            validate_assignment(assignment, existing, brokers)
+            added = {p: list(r) for p, r in assignment.items()}
+            if len(added) != total - existing:
+                raise KafkaError(ErrorCode.invalid_replica_assignment,
+                                 f"Increasing the number of partitions by "
+                                 f"{total - existing} but {len(added)} assignments provided.")
+        else:
+            ids = sorted(brokers)
+            first = current.partitions[0][0]
+            start = max(0, next((i for i, b in enumerate(ids) if b >= first), 0))
+            added = _placement(brokers, total - existing, len(current.partitions[0]),
+                               start, start, existing)
+        grown = zkdata.TopicAssignment(
+            {**current.partitions, **{p: tuple(r) for p, r in added.items()}},
+            current.topic_id, current.adding, current.removing)
+        try:
+            await zk.set(zkdata.topic_path(name), grown.encode(), st.version)
+            return grown
+        except BadVersion:  # another writer changed the assignment: look again
+            continue
+    raise KafkaError(ErrorCode.invalid_partitions,
+                     f"The assignment of '{name}' kept changing: try again")

@@ -1,0 +1,373 @@
+# The cluster controller, as Kafka's ZooKeeper-mode KafkaController: a component every broker
+# runs, which acts only while its broker holds the ephemeral /controller. It contends for
+# /controller (zk.elect_controller bumps /controller_epoch in the same multi) at start and
+# whenever /controller goes; the winner loads the cluster state from ZooKeeper and then keeps
+# the partition state znodes right as topics appear or grow and brokers come and go.
+#
+# Fencing: every write is multi_fenced on the /controller_epoch version this controller set,
+# and conditional on the state znode's version (the partition epoch). BADVERSION means a
+# leader changed the ISR meanwhile: re-read, re-decide, retry (bounded). ControllerMoved means
+# another broker is controller: resign and stop acting. A controller whose session expired
+# cannot write either, and contends again once kazoo has a new session.
+#
+# Work runs one item at a time from a queue (Kafka's ControllerEventManager), so decisions
+# never interleave. The decisions are Kafka's (decisions.py and the transitions below): a new
+# partition's leader is its first live replica and its ISR all live replicas; a dead leader is
+# replaced by the first live ISR member in assignment order (offline election; none: leader
+# -1 and the partition stays offline unless unclean.leader.election.enable); a dead replica
+# then leaves every ISR it is in (OfflineReplica), except the last member, which stays;
+# each change bumps the leader epoch. A returning broker leads the offline partitions whose
+# ISR holds it.
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Any, Awaitable, Callable, Collection, Sequence, TypeVar
+
+from ..clock import Clock, SystemClock
+from ..wire.errors import ErrorCode, KafkaError
+from . import zkdata
+from .decisions import elect_leader
+from .live_brokers import LiveBrokers, ZkLiveBrokers
+from .zk import (BadVersion, ControllerMoved, Create, NodeExists, NoNode, SessionEvent, SetData,
+                 ZkClient, ZkError)
+
+log = logging.getLogger("kafkalite.controller")
+T = TypeVar("T")
+UPDATE_ATTEMPTS = 5  # conditional state writes that lost to a leader's ISR change: retries
+UNCLEAN = "unclean.leader.election.enable"
+PartitionKey = tuple[str, int]
+
+
+# --- the transitions (pure) ------------------------------------------------------------------
+
+def initial_state(replicas: Sequence[int], live: Collection[int],
+                  controller_epoch: int) -> zkdata.PartitionState | None:
+    """A new partition's state (NewPartition -> OnlinePartition): the first live replica
+    leads, every live replica is in sync, leader epoch 0. None while no replica is live."""
+    online = tuple(r for r in replicas if r in live)
+    if not online:
+        return None
+    return zkdata.PartitionState(online[0], 0, online, controller_epoch)
+
+
+def offline_election(state: zkdata.PartitionState, replicas: Sequence[int],
+                     live: Collection[int], controller_epoch: int,
+                     unclean: bool) -> zkdata.PartitionState | None:
+    """A new leader for a partition whose leader is not live, leader epoch + 1; None when
+    none may lead (the state znode is then left as it is). An unclean leader starts
+    RECOVERING (KIP-704)."""
+    if state.leader in live:
+        return None
+    election = elect_leader(replicas, state.isr, live, unclean)
+    if election is None:
+        return None
+    recovery = (state.leader_recovery_state if election.leader in state.isr
+                else zkdata.RECOVERING)
+    return zkdata.PartitionState(election.leader, state.leader_epoch + 1, election.isr,
+                                 controller_epoch, recovery)
+
+
+def remove_replica(state: zkdata.PartitionState, replica: int,
+                   controller_epoch: int) -> zkdata.PartitionState | None:
+    """`replica` went offline: it leaves the ISR, except as its last member (Kafka keeps it
+    there, so it can lead again cleanly when it returns), and it no longer leads (-1). None
+    when it is not in the ISR."""
+    if replica not in state.isr:
+        return None
+    leader = zkdata.LEADER_NONE if state.leader == replica else state.leader
+    isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica)
+    return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
+                   controller_epoch=controller_epoch)
+
+
+# --- the controller --------------------------------------------------------------------------
+
+class Controller:
+    """Runs on every broker; `active` while this broker is the controller."""
+
+    def __init__(self, zk: ZkClient, broker_id: int, live: LiveBrokers | None = None,
+                 clock: Clock | None = None, unclean: bool = False):
+        self.zk = zk
+        self.broker_id = broker_id
+        self._own_live = live is None
+        self.live_source: LiveBrokers = live if live is not None else ZkLiveBrokers(zk)
+        self.clock = clock or SystemClock()
+        self.unclean_default = unclean
+        self.active = False
+        self.epoch = -1
+        self.epoch_zk_version = -1
+        self.live: set[int] = set()
+        self.topics: dict[str, zkdata.TopicAssignment] = {}
+        self.unclean: dict[str, bool] = {}
+        self.states: dict[PartitionKey, tuple[zkdata.PartitionState, int]] = {}
+        self._work: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task] = []
+        self._events: asyncio.Queue | None = None
+
+    async def start(self) -> None:
+        self._events = self.zk.subscribe()
+        await self.zk.ensure_persistent_paths()
+        if self._own_live:
+            await self.live_source.start()  # type: ignore[attr-defined]
+        self.live_source.add_listener(self._on_live_change)
+        self._tasks = [asyncio.create_task(self._pump(self._events)),
+                       asyncio.create_task(self._process())]
+        self._work.put_nowait(("elect",))
+
+    async def stop(self) -> None:
+        """Stop acting (the /controller znode goes with the session, not here)."""
+        self.live_source.remove_listener(self._on_live_change)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._events is not None:
+            self.zk.unsubscribe(self._events)
+        if self._own_live:
+            await self.live_source.stop()  # type: ignore[attr-defined]
+        self._resign()
+        while not self._work.empty():  # nobody will run them: their callers must not hang
+            item = self._work.get_nowait()
+            if item[0] == "call" and not item[2].done():
+                item[2].set_exception(KafkaError(ErrorCode.not_controller, "stopped"))
+
+    async def submit(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run `fn` in the controller's turn, after the work queued before it: admin actions
+        (elections, reassignments) see a settled state. NOT_CONTROLLER when not active."""
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._work.put_nowait(("call", fn, fut))
+        return await fut
+
+    def _on_live_change(self) -> None:
+        self._work.put_nowait(("brokers",))
+
+    async def _pump(self, events: asyncio.Queue) -> None:
+        """ZooKeeper notifications -> work items."""
+        while True:
+            event = await events.get()
+            if isinstance(event, SessionEvent):
+                if event.state == "LOST":
+                    self._work.put_nowait(("resign",))
+                elif event.state == "CONNECTED":
+                    self._work.put_nowait(("elect",))
+            elif event.path == zkdata.CONTROLLER:
+                self._work.put_nowait(("controller_changed",))
+            elif event.path == zkdata.TOPICS:
+                self._work.put_nowait(("topics",))
+            elif event.path.startswith(zkdata.TOPICS + "/") and event.path.count("/") == 3:
+                self._work.put_nowait(("topic", event.path.rsplit("/", 1)[1]))
+
+    async def _process(self) -> None:
+        while True:
+            item = await self._work.get()
+            try:
+                await self._handle(item)
+            except ControllerMoved as e:
+                log.info("broker %d: no longer controller: %s", self.broker_id, e)
+                self._resign()
+                self._work.put_nowait(("controller_changed",))
+            except ZkError as e:  # connection trouble: the session events bring us back
+                log.warning("controller work %s failed: %r", item[0], e)
+            except Exception:  # noqa: BLE001 - one bad item must not stop the controller
+                log.exception("controller work %s failed", item[0])
+
+    async def _handle(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind == "call":
+            await self._call(item[1], item[2])
+        elif kind == "elect":
+            await self._elect()
+        elif kind == "resign":
+            self._resign()
+        elif kind == "controller_changed":
+            st = await self.zk.exists(zkdata.CONTROLLER, watch=True)
+            if st is None:
+                await self._elect()
+            elif self.active and st.ephemeral_owner != self.zk.session_id:
+                self._resign()
+        elif not self.active:
+            return
+        elif kind == "brokers":
+            await self._brokers_changed()
+        elif kind == "topics":
+            await self._topics_changed()
+        elif kind == "topic":
+            await self._topic_changed(item[1])
+
+    async def _call(self, fn: Callable[[], Awaitable[Any]], fut: asyncio.Future) -> None:
+        if not self.active:
+            fut.set_exception(KafkaError(ErrorCode.not_controller,
+                                         f"broker {self.broker_id} is not the controller"))
+            return
+        try:
+            fut.set_result(await fn())
+        except BaseException as e:
+            if not fut.done():
+                fut.set_exception(e)
+            if isinstance(e, ControllerMoved):
+                raise
+
+    def _resign(self) -> None:
+        if self.active:
+            log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
+        self.active = False
+        self._forget_all()
+
+    def _forget_all(self) -> None:
+        self.topics.clear()
+        self.unclean.clear()
+        self.states.clear()
+
+    # --- election and failover ---------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        if not self.active:
+            try:
+                self.epoch, self.epoch_zk_version = await self.zk.elect_controller(
+                    self.broker_id, self.clock.wall_ms())
+            except ControllerMoved:
+                if await self.zk.exists(zkdata.CONTROLLER, watch=True) is None:
+                    self._work.put_nowait(("elect",))  # gone already: contend again
+                return
+            self.active = True
+            log.info("broker %d is controller, epoch %d", self.broker_id, self.epoch)
+        # Kafka's onControllerFailover: load, then bring every partition online that can be.
+        # Also after a reconnection within the session (still active): a write that failed
+        # on the lost connection is decided again from what ZooKeeper holds now.
+        await self.zk.exists(zkdata.CONTROLLER, watch=True)
+        self._forget_all()
+        self.live = set(self.live_source.live_brokers())
+        for topic in await self.zk.children(zkdata.TOPICS, watch=True):
+            await self._load_topic(topic)
+        await self._bring_online(list(self.states) + self._uninitialized())
+
+    def _uninitialized(self) -> list[PartitionKey]:
+        return [(t, p) for t, a in self.topics.items() for p in sorted(a.partitions)
+                if (t, p) not in self.states]
+
+    async def _load_topic(self, topic: str) -> bool:
+        """Read a topic's assignment (watched), config and partition states; False when it
+        is gone."""
+        try:
+            data, _ = await self.zk.get(zkdata.topic_path(topic), watch=True)
+        except NoNode:
+            self._forget_topic(topic)
+            return False
+        self.topics[topic] = zkdata.TopicAssignment.decode(data)
+        try:
+            config = zkdata.decode_topic_config((await self.zk.get(
+                zkdata.topic_config_path(topic)))[0])
+        except NoNode:
+            config = {}
+        self.unclean[topic] = config.get(UNCLEAN, str(self.unclean_default)).lower() == "true"
+        for p in self.topics[topic].partitions:
+            if (topic, p) not in self.states:
+                await self._read_state((topic, p))
+        return True
+
+    def _forget_topic(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+        self.unclean.pop(topic, None)
+        for key in [k for k in self.states if k[0] == topic]:
+            del self.states[key]
+
+    async def _read_state(self, key: PartitionKey) -> None:
+        try:
+            data, st = await self.zk.get(zkdata.partition_state_path(*key))
+        except NoNode:
+            self.states.pop(key, None)
+            return
+        self.states[key] = (zkdata.PartitionState.decode(data), st.version)
+
+    async def _bring_online(self, keys: Sequence[PartitionKey]) -> None:
+        """New partitions get their first state; offline ones (leader not live) a leader."""
+        for key in keys:
+            if key not in self.states:
+                await self._initialize(key)
+            else:
+                await self.update_state(key, self._election(key))
+
+    def _election(self, key: PartitionKey) -> Callable[[zkdata.PartitionState],
+                                                       zkdata.PartitionState | None]:
+        replicas = self.topics[key[0]].partitions[key[1]]
+        return lambda s: offline_election(s, replicas, self.live, self.epoch,
+                                          self.unclean.get(key[0], self.unclean_default))
+
+    # --- reactions --------------------------------------------------------------------------
+
+    async def _topics_changed(self) -> None:
+        topics = set(await self.zk.children(zkdata.TOPICS, watch=True))
+        for gone in set(self.topics) - topics:
+            self._forget_topic(gone)
+        for topic in sorted(topics - set(self.topics)):
+            if await self._load_topic(topic):
+                await self._bring_online(self._uninitialized())
+
+    async def _topic_changed(self, topic: str) -> None:
+        """The assignment changed (CreatePartitions): new partitions get their state."""
+        if topic in self.topics and await self._load_topic(topic):
+            await self._bring_online([k for k in self._uninitialized() if k[0] == topic])
+
+    async def _brokers_changed(self) -> None:
+        live = set(self.live_source.live_brokers())
+        dead, born = self.live - live, live - self.live
+        self.live = live
+        if dead:  # Kafka's onBrokerFailure: elect first, then take the dead out of ISRs
+            log.info("controller: brokers %s left", sorted(dead))
+            for key in [k for k, (s, _) in self.states.items() if s.leader in dead]:
+                await self.update_state(key, self._election(key))
+            for replica in sorted(dead):
+                for key in [k for k, (s, _) in self.states.items() if replica in s.isr]:
+                    await self.update_state(
+                        key, lambda s, r=replica: remove_replica(s, r, self.epoch))
+        if born:  # onBrokerStartup: offline partitions may have a leader again
+            log.info("controller: brokers %s joined", sorted(born))
+            offline = [k for k, (s, _) in self.states.items() if s.leader not in live]
+            await self._bring_online(offline + self._uninitialized())
+
+    # --- fenced writes ----------------------------------------------------------------------
+
+    async def _initialize(self, key: PartitionKey) -> None:
+        topic, partition = key
+        state = initial_state(self.topics[topic].partitions[partition], self.live, self.epoch)
+        if state is None:  # no replica live: it stays new until one registers
+            return
+        path = zkdata.partition_state_path(topic, partition)
+        parents = [path.rsplit("/", 2)[0], path.rsplit("/", 1)[0]]
+        ops = [Create(p) for p in parents] + [Create(path, state.encode())]
+        while ops:
+            try:
+                await self.zk.multi_fenced(ops, self.epoch_zk_version)
+                self.states[key] = (state, 0)
+                return
+            except NodeExists as e:
+                if e.index is None or e.index >= len(ops) - 1:
+                    break  # the state exists already: adopt it
+                ops = ops[e.index + 1:]  # that parent exists: create the rest
+            except NoNode:  # the topic was deleted meanwhile
+                return
+        await self._read_state(key)
+
+    async def update_state(self, key: PartitionKey,
+                           transform: Callable[[zkdata.PartitionState],
+                                               zkdata.PartitionState | None]) -> None:
+        """Write transform(current state) conditionally on the state's version and fenced
+        by the controller epoch; on BADVERSION read the state again and re-decide (bounded).
+        transform returning None: nothing to write. Raises ControllerMoved when deposed."""
+        path = zkdata.partition_state_path(*key)
+        for _ in range(UPDATE_ATTEMPTS):
+            if key not in self.states:
+                return
+            current, version = self.states[key]
+            new = transform(current)
+            if new is None:
+                return
+            try:
+                (st,) = await self.zk.multi_fenced([SetData(path, new.encode(), version)],
+                                                   self.epoch_zk_version)
+                self.states[key] = (new, st.version)
+                return
+            except (BadVersion, NoNode):
+                await self._read_state(key)
+        log.warning("controller: %s-%d kept changing under %d attempts", *key, UPDATE_ATTEMPTS)
