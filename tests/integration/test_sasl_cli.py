@@ -1,8 +1,10 @@
 """`kafkalite users` (SCRAM users) with a Kafka client properties file (--command-config)
-logging in over SASL_PLAINTEXT, against kafkalite and the real Kafka 3.8 (issue 15)."""
+logging in over SASL_PLAINTEXT, and every command logging in with OAUTHBEARER (Kafka's
+unsecured JWT login options), against kafkalite and the real Kafka 3.8 (issue 15)."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 
@@ -80,3 +82,58 @@ def test_java_client_kafka_tools_with_command_config(target, tmp_path):
         "sasl.username": "erin", "sasl.password": "erin-secret"}))
     out = run_tool("kafka-topics.sh", *boot, "--command-config", str(scram), "--list")
     assert "java-sasl" in out.split()
+
+
+OAUTH_PROPERTIES = """\
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=OAUTHBEARER
+sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \\
+    unsecuredLoginStringClaim_sub="carol" unsecuredLoginListClaim_scope=",read,write" \\
+    unsecuredLoginExtension_traceId="cli-test";
+"""
+
+
+def test_every_command_logs_in_with_oauthbearer(target, tmp_path):
+    """Each kafkalite command with an OAUTHBEARER --command-config (the JWT made from
+    unsecuredLoginStringClaim_sub as Kafka's OAuthBearerUnsecuredLoginCallbackHandler does);
+    the listener's 3 s re-authentication bound (sasl_targets.REAUTH_MS) is shorter than the
+    group commands take, so sessions also expire and log in again."""
+    props = tmp_path / "oauth.properties"
+    props.write_text(OAUTH_PROPERTIES)
+    common = ("--bootstrap-server", target.bootstrap, "--command-config", str(props))
+    topic, group = f"oauth-{uuid.uuid4().hex[:8]}", f"oauth-g-{uuid.uuid4().hex[:8]}"
+
+    def ok(*args: str, stdin: str | None = None):
+        r = run_cli(*args, *common, stdin=stdin)
+        assert r.code == 0, (args, r.err)
+        return r
+
+    ok("topics", "create", "--topic", topic, "--partitions", "1")
+    assert topic in ok("topics", "list").out.split()
+    ok("topics", "alter", "--topic", topic, "--partitions", "2")
+    assert '"partitions"' in ok("topics", "describe", "--topic", topic, "--json").out
+    ok("produce", "--topic", topic, stdin="a\nb\nc\n")
+    got = ok("consume", "--topic", topic, "--group", group, "--from-beginning",
+             "--max-messages", "3", "--timeout", "15000").out.split()
+    assert sorted(got) == ["a", "b", "c"]
+    assert group in ok("groups", "list").out
+    assert topic in ok("groups", "describe", "--group", group).out
+    ok("groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
+       "--execute")
+    ok("groups", "delete", "--group", group)
+    ok("transactions", "list")
+    ok("users", "list")
+    # No authorizer on these listeners: both brokers refuse DescribeAcls so
+    r = run_cli("acls", "list", *common)
+    assert_one_error_line(r, 1, "SECURITY_DISABLED")
+    ok("topics", "delete", "--topic", topic)
+
+
+def test_oauthbearer_config_without_a_principal_is_refused(tmp_path):
+    """As Kafka's login handler: no unsecuredLoginStringClaim_sub, no token; told before
+    any connection (the bootstrap address has no broker)."""
+    props = tmp_path / "nosub.properties"
+    props.write_text(OAUTH_PROPERTIES.replace("unsecuredLoginStringClaim_sub", "x"))
+    r = run_cli("topics", "list", "--bootstrap-server", "127.0.0.1:1",
+                "--command-config", str(props))
+    assert_one_error_line(r, 2, "unsecuredLoginStringClaim_sub")
