@@ -83,10 +83,15 @@ def client(boot: str, topic: str, mode: str) -> int:
         if len(got) >= len(RECORDS):
             break
     c.close()
+    return _read_back(got, mode, topic)
+
+
+def _read_back(got: list, label: str, topic: str) -> int:
+    """0 when the records read are RECORDS (said on stdout), else 1 (said on stderr)."""
     if got != RECORDS:
         print(f"records did not round-trip: sent {RECORDS}, read {got}", file=sys.stderr)
         return 1
-    print(f"[docker-smoke] {mode}: read back {len(got)} records from {topic}")
+    print(f"[docker-smoke] {label}: read back {len(got)} records from {topic}")
     return 0
 
 
@@ -127,11 +132,7 @@ def sasl(boot: str, topic: str, user: str, password: str, expect: str) -> int:
         if len(got) >= len(RECORDS):
             break
     c.close()
-    if got != RECORDS:
-        print(f"SASL records did not round-trip: sent {RECORDS}, read {got}", file=sys.stderr)
-        return 1
-    print(f"[docker-smoke] sasl: {user} produced and read back {len(got)} records")
-    return 0
+    return _read_back(got, f"sasl {user}", topic)
 
 
 def free_port() -> None:
