@@ -11,6 +11,7 @@ import pytest
 from tests.cli.conftest import assert_one_error_line, run_cli
 
 from .sasl_targets import can_log_in, target  # noqa: F401  (the fixture)
+from .test_acl_matrix import brokers  # noqa: F401  (the fixture: brokers with ACLs)
 
 CLIENT_PROPERTIES = """\
 security.protocol=SASL_PLAINTEXT
@@ -137,3 +138,32 @@ def test_oauthbearer_config_without_a_principal_is_refused(tmp_path):
     r = run_cli("topics", "list", "--bootstrap-server", "127.0.0.1:1",
                 "--command-config", str(props))
     assert_one_error_line(r, 2, "unsecuredLoginStringClaim_sub")
+
+
+def test_oauthbearer_principal_is_the_sub_claim_under_acls(brokers, tmp_path):  # noqa: F811
+    """On brokers with StandardAuthorizer (test_acl_matrix's pair), the CLI's OAUTHBEARER
+    login acts as User:<unsecuredLoginStringClaim_sub>: `topics list` shows only the topic
+    that principal may describe."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       AdminClient, ResourcePatternType, ResourceType)
+    from tests.helpers.real_kafka import create_topic
+    who = f"oauth-{uuid.uuid4().hex[:6]}"
+    props = tmp_path / "who.properties"
+    props.write_text(OAUTH_PROPERTIES.replace('"carol"', f'"{who}"'))
+    for t in brokers.values():
+        seen, hidden = f"{who}-seen", f"{who}-hidden"
+        for name in (seen, hidden):
+            create_topic(t.plaintext, name)
+        binding = AclBinding(ResourceType.TOPIC, seen, ResourcePatternType.LITERAL,
+                             f"User:{who}", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        admin = AdminClient({"bootstrap.servers": t.plaintext})
+        for fut in admin.create_acls([binding], request_timeout=30).values():
+            fut.result(timeout=30)
+
+        def listed() -> set:
+            r = run_cli("topics", "list", "--bootstrap-server", t.bootstrap,
+                        "--command-config", str(props))
+            assert r.code == 0, (t.kind, r.err)
+            return {n for n in r.out.split() if n.startswith(who)}
+
+        assert until(lambda: listed() == {seen}), (t.kind, listed())
