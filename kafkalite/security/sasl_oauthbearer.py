@@ -8,6 +8,8 @@
 # challenge ({"status":"invalid_token"}), then, after the client's %x01, the failure with
 # that JSON as message. Extensions are all accepted (the unsecured handler's default). The
 # token's expiry is the credential lifetime (KIP-368 bounds the session by it). Sans-I/O.
+# The client side (the CLI's --command-config) makes the token as Kafka's
+# OAuthBearerUnsecuredLoginCallbackHandler does from the JAAS config's unsecuredLogin* options.
 from __future__ import annotations
 
 import base64
