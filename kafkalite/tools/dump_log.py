@@ -1,12 +1,14 @@
 # `kafkalite dump-log PATH...`: kafka-dump-log.sh for kafkalite's (and Kafka's) segment
 # files. A .log file is walked batch by batch: each batch line carries the header fields and
-# whether its CRC32C holds; each record line its offset, timestamp, key, value and headers
+# whether its CRC32C holds (in kafka-dump-log.sh 3.8's words: `crc: N isvalid: B`, and the
+# KIP-534 delete horizon the log cleaner set, `deleteHorizonMs: OptionalLong[N]`, or
+# `OptionalLong.empty`); each record line its offset, timestamp, key, value and headers
 # (values cut at --max-value-chars and escaped so one record stays one line). Control
 # batches show their transaction marker. .index and .timeindex files list their entries.
 #
 # Reading stops at the first batch that does not fit the file (a torn tail, which the
 # broker's recovery truncates) and reports the bytes left over, as Kafka does. A bad CRC
-# does not stop the walk: the batch is reported with crcValid false and decoded if it can be.
+# does not stop the walk: the batch is reported with isvalid false and decoded if it can be.
 # A file that is not a segment (another suffix, or a .log that does not begin with a record
 # batch: an unknown magic byte or a negative length) is an error, not a dump of noise. The
 # text dump of a .log ends with its count of batches and records and its size ("0 batches"
@@ -35,6 +37,7 @@ _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
 _KINDS = (".log", ".index", ".timeindex")
 _FIRST = struct.Struct(">qi")  # baseOffset, batchLength
+_DELETE_HORIZON_BIT = 0x40  # KIP-534: the base timestamp is the delete horizon
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -136,6 +139,8 @@ def _batches(buf, limit: int | None, with_records: bool) -> Iterator[dict]:
             "partition_leader_epoch": h.partition_leader_epoch,
             "is_transactional": bool(h.attributes & TRANSACTIONAL_BIT),
             "is_control": bool(h.attributes & CONTROL_BIT),
+            "delete_horizon_ms": h.base_timestamp if h.attributes & _DELETE_HORIZON_BIT
+            else None,
             "timestamp_type": "LogAppendTime" if h.attributes & TIMESTAMP_TYPE_BIT
             else "CreateTime",
             "max_timestamp": h.max_timestamp, "size": size, "magic": 2,
@@ -169,15 +174,19 @@ def _text_batch(b: dict) -> list[str]:
     if b["magic"] != 2:
         return [f"baseOffset: {b['base_offset']} position: {b['position']} "
                 f"size: {b['size']} magic: {b['magic']} ({b['error']})"]
+    horizon = "OptionalLong.empty" if b["delete_horizon_ms"] is None \
+        else f"OptionalLong[{b['delete_horizon_ms']}]"
     lines = [
         f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['count']} "
         f"baseSequence: {b['base_sequence']} lastSequence: {b['last_sequence']} "
         f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
         f"partitionLeaderEpoch: {b['partition_leader_epoch']} "
         f"isTransactional: {str(b['is_transactional']).lower()} "
-        f"isControl: {str(b['is_control']).lower()} position: {b['position']} "
+        f"isControl: {str(b['is_control']).lower()} deleteHorizonMs: {horizon} "
+        f"position: {b['position']} "
         f"{b['timestamp_type']}: {b['max_timestamp']} size: {b['size']} magic: 2 "
-        f"compresscodec: {b['compression']} crcValid: {str(b['crc_valid']).lower()}"]
+        f"compresscodec: {b['compression']} crc: {b['crc']} "
+        f"isvalid: {str(b['crc_valid']).lower()}"]
     for r in b.get("records", ()):
         line = (f"| offset: {r['offset']} {b['timestamp_type']}: {r['timestamp']} "
                 f"keySize: {r['key_size']} valueSize: {r['value_size']} "

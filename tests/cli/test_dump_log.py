@@ -40,7 +40,8 @@ def test_dump_segment_text_and_json(broker_process, tmp_path):
     assert len(batches) == 2 and len(records) == 4
     assert batches[0].startswith("baseOffset: 0 lastOffset: 1 count: 2 ")
     assert batches[1].startswith("baseOffset: 2 lastOffset: 3 count: 2 ")
-    assert all("crcValid: true" in b and "magic: 2" in b for b in batches)
+    assert all(" isvalid: true" in b and "magic: 2" in b for b in batches)
+    assert all(" deleteHorizonMs: OptionalLong.empty position: " in b for b in batches)
     assert "position: 0 " in batches[0]
     assert records[0].startswith("| offset: 0 CreateTime: ")
     assert records[0].endswith("headerKeys: [h] headers: h=v key: k1 payload: hello")
