@@ -20,12 +20,13 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from kafkalite.testing import BrokerProcess
 from tests.helpers import kclients
 from tests.helpers.real_kafka import RealKafka, anchor_dir, create_topic, unavailable_reason
+from tests.integration.test_compaction_vs_kafka import read_all
 
 KEYS = 60
 ROUNDS = 3
@@ -82,25 +83,6 @@ def produce(bootstrap: str, topic: str) -> tuple[list[Rec], list[Rec]]:
     return sorted(plain + committed), aborted
 
 
-def read_all(bootstrap: str, topic: str) -> list[Rec]:
-    """Every record a read_uncommitted consumer from the beginning gets, to the high mark."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                  "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
-    try:
-        tp = TopicPartition(topic, 0)
-        _low, high = c.get_watermark_offsets(tp, timeout=10)
-        c.assign([TopicPartition(topic, 0, 0)])
-        out: list[Rec] = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and c.position([tp])[0].offset < high:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                out.append((m.offset(), m.key(), m.value()))
-        return out
-    finally:
-        c.close()
-
-
 def log_dir_size(bootstrap: str, topic: str) -> int:
     """The partition's size as kafka-log-dirs.sh --describe reports it."""
     env = {**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m",
@@ -143,18 +125,13 @@ def cleaned_topic(broker) -> dict:
 
 @pytest.fixture(scope="module", params=["kafkalite", "kafka"])
 def cleaned(request, tmp_path_factory):
-    if request.param == "kafkalite":
-        broker = BrokerProcess(data_dir=str(tmp_path_factory.mktemp("lite")), settings=BROKER)
-    else:
-        reason = unavailable_reason()
-        if reason is not None:
-            pytest.skip(reason)
-        broker = RealKafka(settings=BROKER)
-    try:
-        broker.start()
+    lite = request.param == "kafkalite"
+    if not lite and unavailable_reason() is not None:
+        pytest.skip(unavailable_reason())
+    broker = BrokerProcess(data_dir=str(tmp_path_factory.mktemp("lite")), settings=BROKER) \
+        if lite else RealKafka(settings=BROKER)
+    with broker:
         yield cleaned_topic(broker)
-    finally:
-        broker.cleanup()
 
 
 @pytest.mark.parametrize("client", kclients.CLIENTS)

@@ -13,8 +13,6 @@ import glob
 import os
 import time
 
-import pytest
-
 from kafkalite.coordinator.offsets_log import TOPIC as OFFSETS_TOPIC
 from kafkalite.testing import BrokerProcess
 from tests.helpers.real_kafka import create_topic
@@ -114,17 +112,12 @@ def offsets_log_bytes(data_dir: str) -> int:
     return total
 
 
-@pytest.fixture
-def broker(tmp_path):
-    bp = BrokerProcess(data_dir=str(tmp_path / "data"), settings=SETTINGS)
-    bp.start()
-    try:
-        yield bp
-    finally:
-        bp.cleanup()
+def test_offsets_of_many_groups_cleaned_and_replayed(tmp_path):
+    with BrokerProcess(data_dir=str(tmp_path / "data"), settings=SETTINGS) as broker:
+        stress(broker)
 
 
-def test_offsets_of_many_groups_cleaned_and_replayed(broker):
+def stress(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, TOPIC, partitions=2)
     raw = RawClient(broker.bootstrap)
     started = time.monotonic()
