@@ -93,11 +93,12 @@ def run(bootstrap: str, data_dir: str, mb: int, keys: int, count: int,
     switch = time.perf_counter()
     admin.incremental_alter_configs([res])[res].result(30)
     sampler.start()
-    # the cleaning ends at the last fall of the size; 5 s without one ends the watch
+    # the cleaning ends at the last fall of the size; 5 s without one ends the watch (the
+    # first fall comes after the dedupe map of the whole dirty section is built)
     last, last_fall = before, switch
     deadline = time.monotonic() + DEADLINE_S
-    while time.perf_counter() - last_fall < 5 and time.monotonic() < deadline \
-            and sampler.is_alive():
+    while (last == before or time.perf_counter() - last_fall < 5) \
+            and time.monotonic() < deadline and sampler.is_alive():
         time.sleep(0.1)
         size = live_log_bytes(data_dir, dirty)
         if size < last:

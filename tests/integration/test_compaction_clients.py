@@ -85,12 +85,9 @@ def produce(bootstrap: str, topic: str) -> tuple[list[Rec], list[Rec]]:
 
 def log_dir_size(bootstrap: str, topic: str) -> int:
     """The partition's size as kafka-log-dirs.sh --describe reports it."""
-    env = {**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m",
-           "LOG_DIR": os.environ.get("TMPDIR", "/tmp")}
-    out = subprocess.run([os.path.join(anchor_dir(), "bin", "kafka-log-dirs.sh"),
-                          "--bootstrap-server", bootstrap, "--describe", "--topic-list", topic],
-                         capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, env=env)
-    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("{"))
+    out = _run([os.path.join(anchor_dir(), "bin", "kafka-log-dirs.sh"),
+                "--bootstrap-server", bootstrap, "--describe", "--topic-list", topic])
+    line = next(ln for ln in out.splitlines() if ln.startswith("{"))
     sizes = [p["size"] for b in json.loads(line)["brokers"] for d in b["logDirs"]
              for p in d["partitions"] if p["partition"] == f"{topic}-0"]
     assert len(sizes) == 1, line
@@ -106,7 +103,8 @@ def cleaned_topic(broker) -> dict:
     for rec in live:
         latest[rec[1]] = rec
     expected = sorted(latest.values())
-    size_before = log_dir_size(bootstrap, topic) if anchor_dir() else None
+    tools = unavailable_reason() is None  # Kafka's tools need the anchor and Java
+    size_before = log_dir_size(bootstrap, topic) if tools else None
     admin = AdminClient({"bootstrap.servers": bootstrap})
     res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
         ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
@@ -120,7 +118,7 @@ def cleaned_topic(broker) -> dict:
     time.sleep(1.5)  # file.delete.delay.ms: the replaced segments leave the disk
     return {"broker": broker, "topic": topic, "expected": expected, "live": live,
             "aborted": aborted, "size_before": size_before,
-            "size_after": log_dir_size(bootstrap, topic) if anchor_dir() else None}
+            "size_after": log_dir_size(bootstrap, topic) if tools else None}
 
 
 @pytest.fixture(scope="module", params=["kafkalite", "kafka"])
