@@ -9,8 +9,8 @@
 # 3. cleaning: the dirty topic is switched to compact (IncrementalAlterConfigs) and the same
 #    produce runs again, while the partition directory's live .log bytes are summed every
 #    100 ms; only the records sent between the switch and the last fall of that size (while
-#    the cleaner was rewriting) count. The cleaner must still be working when the sampling
-#    ends (else fewer samples; the count is printed).
+#    the cleaner was rewriting) count; their number is printed.
+# The sampler runs in a process of its own in both phases, beside the same size polling.
 #
 # Printed per broker: p50/p99/max of both phases and "p99 cleaning / p99 idle"; then
 # kafkalite's figures over Kafka's. Loopback only; every loop bounded in count and time.
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
-import threading
 import time
 import uuid
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
@@ -36,9 +37,10 @@ DEADLINE_S = 600.0
 GAP_S = 0.002  # between one acknowledgement and the next send: ~400 records/s
 
 
-def sample(bootstrap: str, topic: str, count: int, seconds: float,
-           stop: threading.Event | None = None) -> list[tuple[float, float]]:
-    """(send time, latency in ms) of records sent one at a time, acks=all."""
+def sample(bootstrap: str, topic: str, count: int, seconds: float, stop: Any = None,
+           ready: Any = None) -> list[tuple[float, float]]:
+    """(send time, latency in ms) of records sent one at a time, acks=all; `ready` is set
+    once the producer is connected."""
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
                   "enable.idempotence": False, "message.timeout.ms": 30000})
     out: list[tuple[float, float]] = []
@@ -51,6 +53,8 @@ def sample(bootstrap: str, topic: str, count: int, seconds: float,
 
     p.produce(topic, b"warm-up", on_delivery=on_delivery)  # connection and metadata
     p.flush(30)
+    if ready is not None:
+        ready.set()
     end = time.monotonic() + seconds
     value = b"x" * 100
     while len(out) < count and time.monotonic() < end and not (stop and stop.is_set()):
@@ -72,6 +76,48 @@ def percentiles(lat: list[float]) -> dict[str, float]:
     return {"n": len(lat), "p50": q[49], "p99": q[98], "max": max(lat)}
 
 
+def _sampler(args: tuple, out: Any) -> None:
+    out.put(sample(*args))
+
+
+class Sampler:
+    """sample() in a process of its own, so that the watch's Python work in this one (the
+    size polling) cannot delay the sampler's delivery callbacks (a GIL of its own)."""
+
+    def __init__(self, bootstrap: str, topic: str, count: int):
+        ctx = multiprocessing.get_context("spawn")
+        self.stop, ready, self.out = ctx.Event(), ctx.Event(), ctx.Queue()
+        self.proc = ctx.Process(target=_sampler, args=(
+            (bootstrap, topic, count, DEADLINE_S, self.stop, ready), self.out))
+        self.proc.start()
+        if not ready.wait(60):
+            self.proc.kill()
+            raise TimeoutError("the sampler did not connect in 60 s")
+
+    def finish(self) -> list[tuple[float, float]]:
+        self.stop.set()
+        got = self.out.get(timeout=120)
+        self.proc.join(30)
+        return got
+
+
+def watch(data_dir: str, topic: str, sampler: Sampler, start: float, before: int,
+          seconds: float | None) -> tuple[int, float]:
+    """Poll the topic's live .log bytes every 100 ms for `seconds`, or (None) until the
+    size has fallen and then not for 5 s (the first fall comes after the dedupe map of the
+    whole dirty section is built); returns the last size and the time of its last fall."""
+    last, last_fall = before, start
+    deadline = time.monotonic() + (seconds if seconds is not None else DEADLINE_S)
+    while time.monotonic() < deadline and sampler.proc.is_alive() and (
+            seconds is not None or last == before or time.perf_counter() - last_fall < 5):
+        time.sleep(0.1)
+        size = live_log_bytes(data_dir, topic)
+        if size < last:
+            last_fall = time.perf_counter()
+        last = size
+    return last, last_fall
+
+
 def run(bootstrap: str, data_dir: str, mb: int, keys: int, count: int,
         seconds: float) -> dict:
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -82,31 +128,19 @@ def run(bootstrap: str, data_dir: str, mb: int, keys: int, count: int,
         f.result(30)
     produce(bootstrap, dirty, mb * (1 << 20) // 1024, keys)
     time.sleep(2.0)  # the dirty produce's appends and flushes settle
-    idle = [lat for _, lat in sample(bootstrap, plain, count, seconds)]
     before = live_log_bytes(data_dir, dirty)
+    # idle: the same sampling and polling, no cleaning
+    sampler = Sampler(bootstrap, plain, count)
+    watch(data_dir, dirty, sampler, time.perf_counter(), before, seconds)
+    idle = [lat for _, lat in sampler.finish()]
+    sampler = Sampler(bootstrap, plain, count)
     res = ConfigResource(ConfigResource.Type.TOPIC, dirty, incremental_configs=[
         ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
-    got: list[list[tuple[float, float]]] = []
-    stop = threading.Event()
-    sampler = threading.Thread(target=lambda: got.append(
-        sample(bootstrap, plain, count, seconds + DEADLINE_S, stop)))
     switch = time.perf_counter()
     admin.incremental_alter_configs([res])[res].result(30)
-    sampler.start()
-    # the cleaning ends at the last fall of the size; 5 s without one ends the watch (the
-    # first fall comes after the dedupe map of the whole dirty section is built)
-    last, last_fall = before, switch
-    deadline = time.monotonic() + DEADLINE_S
-    while (last == before or time.perf_counter() - last_fall < 5) \
-            and time.monotonic() < deadline and sampler.is_alive():
-        time.sleep(0.1)
-        size = live_log_bytes(data_dir, dirty)
-        if size < last:
-            last_fall = time.perf_counter()
-        last = size
-    stop.set()
-    sampler.join(60)
-    during = [lat for t, lat in (got[0] if got else []) if switch <= t <= last_fall]
+    last, last_fall = watch(data_dir, dirty, sampler, switch, before, None)
+    # perf_counter is CLOCK_MONOTONIC: the sampler's send times compare with these
+    during = [lat for t, lat in sampler.finish() if switch <= t <= last_fall]
     out = {"idle": percentiles(idle), "cleaning": percentiles(during),
            "cleaning_s": last_fall - switch, "mb_before": before / 1e6, "mb_after": last / 1e6}
     out["p99_ratio"] = out["cleaning"]["p99"] / out["idle"]["p99"]
