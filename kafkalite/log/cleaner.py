@@ -18,9 +18,10 @@
 # The GIL: a cleaner thread runs Python most of the time (record framing, the dedupe map),
 # and the event loop gives the GIL up at each system call it makes, then waits for it
 # again: up to one switch interval each time. At Python's default (5 ms) that multiplied
-# produce latency during cleaning (benchmarks/cleaner_load.py: p50 0.25 -> 1.2-1.5 ms);
-# start() lowers the interval to SWITCH_INTERVAL_S for the process. The cost is a
-# switch every 0.5 ms while two threads want the GIL, nothing otherwise.
+# produce latency during cleaning (benchmarks/cleaner_load.py, acks=all: p50 0.25 ms idle,
+# 1.1-1.2 ms cleaning; 0.8 at 0.5 ms; 0.4 at 0.1 ms, no slower cleaning); start() lowers
+# the interval to SWITCH_INTERVAL_S for the process. The cost is a switch every 0.1 ms
+# while two threads want the GIL, nothing otherwise.
 #
 # Internal topics are logs like the others: a topic whose cleanup.policy is `compact` is
 # cleaned, wherever its records come from.
@@ -45,7 +46,7 @@ from .segment import Segment
 log = logging.getLogger("kafkalite.log")
 
 DOUBLE_MAX = 1.7976931348623157e308
-SWITCH_INTERVAL_S = 0.0005
+SWITCH_INTERVAL_S = 0.0001
 
 
 @dataclass
