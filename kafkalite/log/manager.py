@@ -17,6 +17,7 @@
 # (topic_lifecycle.py): their file work runs on the metadata worker thread, off the loop.
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -191,6 +192,29 @@ class LogManager(TopicLifecycle):
         finally:
             if self._lock is not None:
                 self._lock.release()
+
+    # --- a cluster's topics ----------------------------------------------------------------
+
+    async def adopt_topic_async(self, name: str, partitions: int, topic_id: uuid.UUID,
+                                internal: bool = False) -> Topic:
+        """The local logs of a topic the cluster created (ZooKeeper's assignment names it,
+        with its id): `name` as it is, else created as create_topic_async does, with the
+        cluster's topic id and the broker's default configs."""
+        topic = self.topics.get(name)
+        pending = self._creating.get(name)
+        if topic is not None or pending is not None:
+            return topic if topic is not None else await asyncio.shield(pending)
+        topic = Topic(name, topic_id, {}, internal=internal, meta_partitions=partitions)
+        lc, meta = self.log_config({}), self._meta_bytes(topic)
+
+        async def create() -> Topic:
+            try:
+                parts = await self._on_worker(self._build, topic, lc, 0, meta)
+            finally:
+                del self._creating[name]
+            return self._created(topic, parts)
+        self._creating[name] = creation = self._spawn(create())
+        return await asyncio.shield(creation)
 
     # --- lookups --------------------------------------------------------------------------
 
