@@ -120,9 +120,7 @@ class ZkClusterView:
 
     async def _resync(self) -> None:
         await self._read_controller()
-        await self._read_topics()
-        for name in list(self._topics):
-            await self._read_assignment(name)
+        await self._read_topics(everything=True)
 
     async def _apply(self, event: WatchEvent) -> None:
         path = event.path
@@ -150,11 +148,12 @@ class ZkClusterView:
             log.info("Controller is broker %d (was %d)", controller, self._controller)
         self._controller = controller
 
-    async def _read_topics(self) -> None:
+    async def _read_topics(self, everything: bool = False) -> None:
+        """The topic list; the assignments (and states) of new topics, or of all."""
         names = set(await self.client.children(zkdata.TOPICS, watch=True))
         for gone in set(self._topics) - names:
             self._forget(gone)
-        for name in sorted(names - set(self._topics)):
+        for name in sorted(names if everything else names - set(self._topics)):
             await self._read_assignment(name)
 
     def _forget(self, name: str) -> None:
