@@ -83,11 +83,11 @@ class ZkClusterView:
         self._task = asyncio.ensure_future(self._run())
 
     async def close(self) -> None:
-        if self._retry is not None:
-            self._retry.cancel()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for pending in (self._retry, self._task):
+            if pending is not None:
+                pending.cancel()
+        await asyncio.gather(*(t for t in (self._task,) if t is not None),
+                             return_exceptions=True)
         await self.client.close()
 
     async def _run(self) -> None:

@@ -17,7 +17,6 @@
 # (topic_lifecycle.py): their file work runs on the metadata worker thread, off the loop.
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -55,6 +54,7 @@ class LogManager(TopicLifecycle):
         self.was_clean = True
         self._lock: datadir.DirLock | None = None
         self.cleaner: LogCleaner | None = None  # start_cleaner()
+        self._cluster_topic_ids: dict[str, uuid.UUID] = {}  # adopt_topic_async's, by name
 
     # --- startup and shutdown -------------------------------------------------------------
 
@@ -198,23 +198,23 @@ class LogManager(TopicLifecycle):
     async def adopt_topic_async(self, name: str, partitions: int, topic_id: uuid.UUID,
                                 internal: bool = False) -> Topic:
         """The local logs of a topic the cluster created (ZooKeeper's assignment names it,
-        with its id): `name` as it is, else created as create_topic_async does, with the
+        with its id): `name` as it is, else created as ensure_topic_async does, with the
         cluster's topic id and the broker's default configs."""
-        topic = self.topics.get(name)
-        pending = self._creating.get(name)
-        if topic is not None or pending is not None:
-            return topic if topic is not None else await asyncio.shield(pending)
-        topic = Topic(name, topic_id, {}, internal=internal, meta_partitions=partitions)
-        lc, meta = self.log_config({}), self._meta_bytes(topic)
+        if name not in self.topics and name not in self._creating:
+            self._cluster_topic_ids[name] = topic_id  # taken by _new_topic
+        try:
+            return await self.ensure_topic_async(name, partitions, internal=internal)
+        finally:
+            self._cluster_topic_ids.pop(name, None)
 
-        async def create() -> Topic:
-            try:
-                parts = await self._on_worker(self._build, topic, lc, 0, meta)
-            finally:
-                del self._creating[name]
-            return self._created(topic, parts)
-        self._creating[name] = creation = self._spawn(create())
-        return await asyncio.shield(creation)
+    def _new_topic(self, name: str, partitions: int, configs: dict | None,
+                   internal: bool) -> tuple[Topic, LogConfig, bytes]:
+        topic, lc, meta = super()._new_topic(name, partitions, configs, internal)
+        cluster_id = self._cluster_topic_ids.pop(name, None)
+        if cluster_id is not None:
+            topic.topic_id = cluster_id
+            meta = self._meta_bytes(topic)
+        return topic, lc, meta
 
     # --- lookups --------------------------------------------------------------------------
 
