@@ -97,8 +97,8 @@ class ZkClusterView:
                 if isinstance(event, SessionEvent):
                     if event.state in ("CONNECTED", "RESYNC"):
                         await self._resync()  # a lost session lost its watches too
-                else:
-                    await self._apply(event)
+                elif event.path is not None:  # None: kazoo dropping the watches of a lost
+                    await self._apply(event)  # session; the next CONNECTED reads it all
             except ZkError as e:
                 log.warning("ZooKeeper error while following the cluster (%r): re-reading", e)
                 self._schedule_resync()
@@ -106,8 +106,7 @@ class ZkClusterView:
                 log.exception("Cluster view update failed: re-reading")
                 self._schedule_resync()
             else:
-                if isinstance(event, SessionEvent) and event.state != "LOST":
-                    self._attempt = 0
+                self._attempt = 0
 
     def _schedule_resync(self) -> None:
         if self._retry is not None:

@@ -31,11 +31,14 @@ CONTROLLER_EPOCH = 1
 
 @pytest.fixture
 def cluster(brokers, zk):
-    """Brokers 1, 2, 3, registered, and a kazoo session on their chroot."""
+    """Brokers 1, 2, 3, registered, and a kazoo session on their chroot; afterwards no broker
+    has logged a traceback."""
     b = brokers(1, 2, 3)
     z = zk()
     registered(z, {1, 2, 3})
-    return b, z
+    yield b, z
+    for broker in b:
+        assert "Traceback" not in broker.read_log(), broker.read_log()[-3000:]
 
 
 def create_topic(z: Zk, name: str, replicas: dict[int, list[int]],

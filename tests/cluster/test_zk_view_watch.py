@@ -93,3 +93,38 @@ async def test_the_view_follows_assignments_states_and_the_controller(connect, t
         await asyncio.to_thread(z.stop)
         z.close()
         await server.stop()
+
+
+async def test_the_view_reads_everything_again_after_its_session_expired(connect, tmp_path):
+    """A lost session loses its watches: what changed meanwhile, and after, still arrives."""
+    server = KafkaServer(BrokerConfig({
+        "node.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{free_port_pair()}",
+        "log.dirs": str(tmp_path / "1"), "zookeeper.connect": connect,
+        "zookeeper.session.timeout.ms": str(SESSION_MS)}))
+    await server.start()
+    z = KazooClient(hosts=connect, timeout=10.0)
+    await asyncio.to_thread(z.start, 10.0)
+    try:
+        view = server.broker.view
+        await asyncio.to_thread(z.create, zkdata.topic_path("t"), zkdata.TopicAssignment(
+            {0: (2,)}, uuid_b64(uuid.uuid4())).encode(), makepath=True)
+        await asyncio.to_thread(z.create, zkdata.partition_state_path("t", 0),
+                                state(2, 0, (2,)), makepath=True)
+        assert await until(lambda: view.partition("t", 0).leader == 2)
+        old_session = view.client.session_id
+        # ZooKeeper expires a session when another client closes a connection made with the
+        # same id and password (the standard way to force an expiry)
+        sid, password = view.client._kazoo.client_id
+        twin = KazooClient(hosts=connect, client_id=(sid, password), timeout=10.0)
+        await asyncio.to_thread(twin.start, 10.0)
+        await asyncio.to_thread(twin.stop)
+        twin.close()
+        await asyncio.to_thread(z.set, zkdata.partition_state_path("t", 0), state(3, 1, (3,)))
+        assert await until(lambda: view.client.session_id not in (0, old_session))
+        assert await until(lambda: view.partition("t", 0).leader == 3)
+        await asyncio.to_thread(z.set, zkdata.partition_state_path("t", 0), state(2, 2, (2,)))
+        assert await until(lambda: view.partition("t", 0).leader_epoch == 2)  # watches re-armed
+    finally:
+        await asyncio.to_thread(z.stop)
+        z.close()
+        await server.stop()
