@@ -321,7 +321,8 @@ class ZkClusterView:
 
 
 async def start_view(broker: Any, membership: Any, config: Any) -> ZkClusterView:
-    """The view of a broker that has joined the cluster, read once and following."""
+    """The view of a broker that has joined the cluster, read once and following. On
+    failure the membership is closed too (the start fails: its registration goes)."""
     client = ZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
                       config["zookeeper.connection.timeout.ms"])
     view = ZkClusterView(broker, membership, client)
@@ -329,6 +330,7 @@ async def start_view(broker: Any, membership: Any, config: Any) -> ZkClusterView
         await view.start()
     except BaseException as e:
         await view.close()
+        await membership.close()
         if isinstance(e, ZkError):
             raise ClusterError(f"ZooKeeper {client.connect} failed while reading the "
                                f"cluster's state: {e!r}") from e
