@@ -19,10 +19,11 @@ from kafka.protocol.metadata import MetadataRequest
 from kafkalite.cluster import zkdata
 from kafkalite.log.datadir import uuid_b64
 from kafkalite.testing import BrokerProcess
-from tests.cluster.test_membership import WAIT_S, Zk, brokers, connect, registered, zk  # noqa: F401
+from tests.cluster.test_membership import (  # noqa: F401 (fixtures)
+    CONNECT_MS, SESSION_MS, WAIT_S, Zk, brokers, connect, registered, zk)
 from tests.helpers import kclients
 from tests.helpers.kbatch import call, connect as kconnect, fetch_raw, produce_raw, simple_batch
-from tests.helpers.real_kafka import eventually
+from tests.helpers.real_kafka import eventually, free_port_pair
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER = 0, 3, 5, 6
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 74, 75
@@ -62,12 +63,19 @@ def set_state(z: Zk, topic: str, partition: int, leader: int, epoch: int,
         z.client.create(path, data, makepath=True)
 
 
-def metadata(broker: BrokerProcess, topics: list[str] | None = None, version: int = 12):
+def metadata(bootstrap: str, topics: list[str] | None = None, version: int = 12):
     T = MetadataRequest.MetadataRequestTopic
     req = MetadataRequest(topics=None if topics is None else [T(name=t) for t in topics],
                           allow_auto_topic_creation=False)
     req.API_VERSION = version
-    with kconnect(broker.bootstrap) as s:
+    with kconnect(bootstrap) as s:
+        return call(s, req)
+
+
+def describe_cluster(bootstrap: str):
+    req = DescribeClusterRequest(include_cluster_authorized_operations=False)
+    req.API_VERSION = 1
+    with kconnect(bootstrap) as s:
         return call(s, req)
 
 
@@ -135,18 +143,15 @@ def test_every_broker_lists_the_live_brokers_and_the_controller(cluster):
     b, z = cluster
     ports = {i: broker.port for i, broker in zip((1, 2, 3), b)}
     for broker in b:
-        resp = eventually(lambda: metadata(broker), lambda r: brokers_of(r) == ports,
+        resp = eventually(lambda: metadata(broker.bootstrap), lambda r: brokers_of(r) == ports,
                           timeout=WAIT_S)
         assert brokers_of(resp) == ports and resp.controller_id == -1  # no controller yet
     z.client.create(zkdata.CONTROLLER, zkdata.ControllerRegistration(2, 0).encode(),
                     ephemeral=True)
     for broker in b:
-        assert eventually(lambda: metadata(broker).controller_id, lambda c: c == 2,
+        assert eventually(lambda: metadata(broker.bootstrap).controller_id, lambda c: c == 2,
                           timeout=WAIT_S) == 2
-        req = DescribeClusterRequest(include_cluster_authorized_operations=False)
-        req.API_VERSION = 1
-        with kconnect(broker.bootstrap) as s:
-            resp = call(s, req)
+        resp = describe_cluster(broker.bootstrap)
         assert resp.controller_id == 2
         assert {n.broker_id: n.port for n in resp.brokers} == ports
         assert resp.cluster_id == z.cluster_id()
@@ -158,7 +163,7 @@ def test_partitions_led_by_three_brokers_take_clients_to_their_leaders(cluster):
     create_topic(z, topic, {0: [1], 1: [2], 2: [3]}, epoch=4)
     want = {p: (NONE, p + 1, 4, [p + 1], [p + 1], []) for p in range(3)}
     for broker in b:  # every broker answers the same leaders, epochs, replicas and ISR
-        assert eventually(lambda: partitions(metadata(broker, [topic]), topic),
+        assert eventually(lambda: partitions(metadata(broker.bootstrap, [topic]), topic),
                           lambda seen: seen == want, timeout=WAIT_S) == want
     n = 20
     records = [(p, f"k{i}".encode(), f"v{p}-{i}".encode(), None, None)
@@ -183,7 +188,7 @@ def test_a_non_leader_and_stale_or_future_epochs_are_refused(cluster):
     (b1, b2, b3), z = cluster
     topic = f"fence-{uuid.uuid4().hex[:8]}"
     create_topic(z, topic, {0: [1, 2]}, epoch=3)
-    eventually(lambda: partitions(metadata(b3, [topic]), topic),
+    eventually(lambda: partitions(metadata(b3.bootstrap, [topic]), topic),
                lambda seen: seen.get(0, (None, None))[1] == 1, timeout=WAIT_S)
     eventually(lambda: list_offset(b1, topic, 0), lambda r: r[0] == NONE, timeout=WAIT_S)
     assert produce_error(b1, topic, 0) == NONE
@@ -249,7 +254,7 @@ def test_a_killed_broker_leaves_metadata_and_its_replicas_go_offline(cluster):
     create_topic(z, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1]}, epoch=2)
     want = {0: (NONE, 1, 2, [1, 2], [1, 2], []), 1: (NONE, 2, 2, [2, 3], [2, 3], []),
             2: (NONE, 3, 2, [3, 1], [3, 1], [])}
-    assert eventually(lambda: partitions(metadata(b1, [topic]), topic),
+    assert eventually(lambda: partitions(metadata(b1.bootstrap, [topic]), topic),
                       lambda seen: seen == want, timeout=WAIT_S) == want
     b3.kill()
     ports = {1: b1.port, 2: b2.port}
@@ -259,8 +264,39 @@ def test_a_killed_broker_leaves_metadata_and_its_replicas_go_offline(cluster):
     offline = {0: (NONE, 1, 2, [1, 2], [1, 2], []), 1: (NONE, 2, 2, [2, 3], [2, 3], [3]),
                2: (LEADER_NOT_AVAILABLE, -1, 2, [3, 1], [3, 1], [3])}
     for broker in (b1, b2):
-        resp = eventually(lambda: metadata(broker, [topic]),
+        resp = eventually(lambda: metadata(broker.bootstrap, [topic]),
                           lambda r: brokers_of(r) == ports, timeout=WAIT_S)
         assert brokers_of(resp) == ports
         assert partitions(resp, topic) == offline
     assert produce_error(b1, topic, 2) == NOT_LEADER  # a follower of the dead leader
+
+
+def test_each_listener_sees_the_brokers_at_their_endpoints_on_it(connect, zk):
+    """Two listeners: Metadata and DescribeCluster through one name every broker at its
+    endpoint on that listener, as Kafka answers a request by its listener name."""
+    made = []
+    try:
+        for i in (1, 2):
+            plain, external = free_port_pair(), free_port_pair()
+            made.append((BrokerProcess(port=plain, settings={
+                "node.id": str(i), "zookeeper.connect": connect,
+                "zookeeper.session.timeout.ms": str(SESSION_MS),
+                "zookeeper.connection.timeout.ms": str(CONNECT_MS),
+                "listeners": f"PLAINTEXT://127.0.0.1:{plain},EXTERNAL://127.0.0.1:{external}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT"}),
+                external))
+            made[-1][0].start()
+        registered(zk(), {1, 2})
+        plain_ports = {i: b.port for i, (b, _) in zip((1, 2), made)}
+        external_ports = {i: e for i, (_, e) in zip((1, 2), made)}
+        b1, external1 = made[0]
+        assert brokers_of(eventually(lambda: metadata(b1.bootstrap),
+                                     lambda r: len(r.brokers) == 2, timeout=WAIT_S)) == plain_ports
+        external = f"127.0.0.1:{external1}"
+        assert brokers_of(metadata(external)) == external_ports
+        assert {n.broker_id: n.port for n in describe_cluster(external).brokers} == \
+            external_ports
+    finally:
+        for b, _ in made:
+            b.kill()
+            b.cleanup()

@@ -6,8 +6,8 @@
 # at its endpoint on the request's listener. A partition whose leader is not live (or has no
 # endpoint on that listener) answers LEADER_NOT_AVAILABLE with leader -1, its epoch, replicas
 # and ISR kept (Kafka 3.8's MetadataCache.getPartitionMetadata). In a cluster topics are
-# created in ZooKeeper, never auto-created here (an unknown one: UNKNOWN_TOPIC_OR_PARTITION). A null topic list (empty at v0) means all topics,
-# internal ones flagged. Unknown topics are auto-created with num.partitions when
+# created in ZooKeeper, never auto-created here (an unknown one: UNKNOWN_TOPIC_OR_PARTITION).
+# A null topic list (empty at v0) means all topics, internal ones flagged. Unknown topics are auto-created with num.partitions when
 # auto.create.topics.enable and the request allows it (v4+ flag; always before v4), and come
 # back with their partitions once created, the loop free meanwhile (Kafka first answers
 # UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE; clients accept both); a creation that
