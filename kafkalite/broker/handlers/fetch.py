@@ -219,7 +219,7 @@ async def handle(ctx, req):
         name = names.get(k[0]) if use_ids else k[0]
         if name is not None:  # else an unknown topic id: UNKNOWN_TOPIC_ID from the read
             code = view.leader_error(name, k[1], epochs.get(k, NO_EPOCH))
-            if code and code not in _UNKNOWN:
+            if code:
                 fenced[k] = code
     readable = partitions
     refused = denied(ctx, Operation.READ, ResourceType.TOPIC,
