@@ -63,6 +63,7 @@ class KafkaServer:
         self._metrics: asyncio.AbstractServer | None = None
         self.metrics_port = -1
         self.membership: Any = None  # cluster.membership.Membership with zookeeper.connect
+        self.cluster_view: Any = None  # cluster.zk_view.ZkClusterView with zookeeper.connect
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -127,6 +128,9 @@ class KafkaServer:
             await register_listeners(self.membership, self.listeners)
             self.broker.membership = self.membership
             self.broker.cluster_members = self.membership.members  # live, updated in place
+            from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
+            self.cluster_view = await start_view(self.broker, self.membership, self.config)
+            self.broker.view = self.cluster_view
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
@@ -208,6 +212,8 @@ class KafkaServer:
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
+        if self.cluster_view is not None:
+            await self._within(self.cluster_view.close(), SHUTDOWN_GRACE_MS)
         if self.membership is not None:  # the registration goes with the session
             await self._within(self.membership.close(), SHUTDOWN_GRACE_MS)
         self._closed_clean = True
