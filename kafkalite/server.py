@@ -115,7 +115,7 @@ class KafkaServer:
             server = await loop.create_server(
                 lambda listener=listener: KafkaConnection(self, listener),
                 listener.host or None, listener.port, reuse_address=True, backlog=1024,
-                ssl=listener.ssl_context)
+                ssl=listener.ssl_context, start_serving=False)
             self._servers.append(server)
             listener.port = server.sockets[0].getsockname()[1]
         first = self.listeners[0]
@@ -131,6 +131,11 @@ class KafkaServer:
             from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
             self.cluster_view = await start_view(self.broker, self.membership, self.config)
             self.broker.view = self.cluster_view
+        # Bound (the registration names the ports) but refusing connections until here, so
+        # that no client is answered before the broker is a cluster member with its view, as
+        # Kafka enables request processing only at the end of its start-up.
+        for server in self._servers:
+            await server.start_serving()
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
