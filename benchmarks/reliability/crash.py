@@ -121,9 +121,14 @@ def run(cycles: int, fsync: bool, seed: int = 1, rate: float = 300.0,
             create_topic(c, DATA, len(DATA_PARTS), DATA_CONFIGS)
             create_topic(c, CHURN, 1, CHURN_CONFIGS)
         data, churn = Model(DATA, DATA_PARTS), Model(CHURN, [0], retained=True)
-        workers = [ProducerWorker(broker.bootstrap, DATA, DATA_PARTS, "a", rate),
-                   ProducerWorker(broker.bootstrap, DATA, DATA_PARTS, "b", rate, codec="lz4"),
-                   ProducerWorker(broker.bootstrap, CHURN, [0], "c", rate / 2)]
+        # batches under the segments' size, which a broker refuses (RECORD_LIST_TOO_LARGE):
+        # records pile up while the broker is down and would otherwise go out as one batch
+        small = {"batch.size": 8192}
+        workers = [ProducerWorker(broker.bootstrap, DATA, DATA_PARTS, "a", rate, extra=small),
+                   ProducerWorker(broker.bootstrap, DATA, DATA_PARTS, "b", rate, codec="lz4",
+                                  extra=small),
+                   ProducerWorker(broker.bootstrap, CHURN, [0], "c", rate / 2,
+                                  extra={"batch.size": 4096})]
         consumer = GroupConsumer(broker.bootstrap, DATA, GROUP)
         for w in [*workers, consumer]:
             w.start()

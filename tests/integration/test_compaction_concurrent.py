@@ -30,7 +30,8 @@ SETTINGS = {"log.cleaner.backoff.ms": "50",
 
 def _produce_updates(bootstrap: str, latest: dict[bytes, tuple[int, bytes]],
                      errors: list, cleanings: "Callable[[], int]") -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all"})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all",
+                  "batch.size": 16384})  # under segment.bytes: Kafka refuses larger batches
 
     def acked(err, msg) -> None:
         if err is not None:
@@ -53,7 +54,8 @@ def _produce_updates(bootstrap: str, latest: dict[bytes, tuple[int, bytes]],
 
 
 def _produce_plain(bootstrap: str, errors: list) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all"})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all",
+                  "batch.size": 16384})  # under segment.bytes: Kafka refuses larger batches
     for i in range(PLAIN):
         p.produce("plain", b"p-%d" % i, on_delivery=lambda err, _m: err and errors.append(err))
         if i % 1000 == 0:

@@ -95,3 +95,16 @@ def test_client_fails_exactly_the_bad_records(any_broker):
     assert producer.flush(30) == 0
     assert outcome == {i: INVALID_RECORD if i % 10 == 0 else INVALID_DIFFERENT_RECORD
                        for i in range(20)}
+
+
+def test_batch_larger_than_the_segment_is_refused(any_broker):
+    """A batch over the topic's segment.bytes (though under max.message.bytes) cannot be
+    written into one segment: RECORD_LIST_TOO_LARGE, no message, nothing written."""
+    topic = f"small-seg-{uuid.uuid4().hex[:10]}"
+    create_topic(any_broker, topic, {"segment.bytes": "65536"})
+    now = int(time.time() * 1000)
+    big = build_batch([(b"k%d" % i, b"x" * 1000, [], now) for i in range(100)])
+    assert 65536 < len(big) < 1048588
+    assert _answer(any_broker, topic, big, version=9) == (18, -1, [], None)
+    small = build_batch([(b"k", b"x" * 1000, [], now)])
+    assert _answer(any_broker, topic, small, version=9)[:2] == (0, 0)  # nothing before it

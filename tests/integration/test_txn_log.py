@@ -67,9 +67,12 @@ def txn_producer(bootstrap: str, txn: str, **extra) -> Producer:
 
 
 def send(p: Producer, topic: str, values: list[bytes]) -> None:
+    failed: list = []
     for v in values:
-        p.produce(topic, v, partition=0)
+        p.produce(topic, v, partition=0,
+                  on_delivery=lambda err, _msg: err is not None and failed.append(err))
     assert p.flush(TIMEOUT) == 0
+    assert failed == []
 
 
 def read_committed(bootstrap: str, topic: str, end: int) -> list[tuple[int, bytes]]:

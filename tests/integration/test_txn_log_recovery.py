@@ -30,7 +30,8 @@ def test_lso_survives_kill_and_the_timed_out_transaction_is_aborted(tmp_path):
         send(p, topic, [b"open"])  # offset 1: the transaction's first offset
         # Enough plain records after it to roll segments: the snapshot written at each roll
         # must carry the open transaction's first offset (current_txn_first_offset).
-        send(plain, topic, [b"x" * 300 for _ in range(20)])
+        for _ in range(20):  # one batch each: Kafka refuses a batch over segment.bytes
+            send(plain, topic, [b"x" * 300])
         assert fetch(bp.bootstrap, topic, 0, committed=True).last_stable_offset == 1
         bp.kill()
         p.purge()  # the producer is gone with the broker; only the coordinator ends it

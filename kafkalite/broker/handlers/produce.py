@@ -32,7 +32,8 @@
 # WRITE its transactional id; a topic it may not WRITE answers TOPIC_AUTHORIZATION_FAILED
 # for each partition.
 # A topic whose compression.type is not `producer` gets batches in another codec recompressed
-# (wire/recompress.py, as Kafka's LogValidator), then MESSAGE_TOO_LARGE past max.message.bytes.
+# (wire/recompress.py, as Kafka's LogValidator), then MESSAGE_TOO_LARGE past max.message.bytes,
+# then RECORD_LIST_TOO_LARGE for a batch larger than the topic's segment.bytes.
 # In a cluster (zookeeper.connect) a partition this broker does not lead answers
 # NOT_LEADER_OR_FOLLOWER (the cluster view's leadership; Produce carries no leader epoch).
 # Gaps: timestamp bounds are checked on the batch's base
@@ -147,6 +148,10 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
             raise KafkaError(ErrorCode.message_too_large,
                              f"recompressed batch of {len(records)} bytes exceeds "
                              f"max.message.bytes {p.config.max_message_bytes}")
+    if len(records) > p.config.segment_bytes:
+        # UnifiedLog.append's RecordBatchTooLargeException, after validation and before the
+        # producer state; Kafka answers the code without its message
+        raise KafkaError(ErrorCode.record_list_too_large)
     transactional = h.attributes & TRANSACTIONAL_BIT
     state = broker.producer_state(p) if h.producer_id >= 0 else None
     if transactional and (state is None or h.producer_id not in state.ongoing):
