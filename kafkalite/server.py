@@ -63,6 +63,8 @@ class KafkaServer:
         self._metrics: asyncio.AbstractServer | None = None
         self.metrics_port = -1
         self.membership: Any = None  # cluster.membership.Membership with zookeeper.connect
+        self.controller: Any = None  # cluster.controller.Controller, on every cluster broker
+        self.local_topics: Any = None  # cluster.local_topics.LocalTopics
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -127,6 +129,7 @@ class KafkaServer:
             await register_listeners(self.membership, self.listeners)
             self.broker.membership = self.membership
             self.broker.cluster_members = self.membership.members  # live, updated in place
+            await self._start_controller()
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
@@ -135,6 +138,20 @@ class KafkaServer:
             f"{ln.port} (advertised {ln.advertised_host}:"
             f"{ln.advertised_port or ln.port})" for ln in self.listeners),
             self.broker.node_id, self.broker.logs.data_dir, time.monotonic() - t0)
+
+    async def _start_controller(self) -> None:
+        """Every cluster broker runs a controller (it acts while it holds /controller), fed
+        by membership's live set: one watch of /brokers/ids serves both."""
+        from .cluster.controller import Controller
+        from .cluster.local_topics import LocalTopics
+        client = self.membership.client
+        self.controller = Controller(client, self.broker.node_id, live=self.membership,
+                                     clock=self.clock,
+                                     unclean=self.config["unclean.leader.election.enable"])
+        await self.controller.start()
+        self.broker.controller = self.controller  # the admin handlers route through it
+        self.local_topics = LocalTopics(self.broker, client, self.broker.node_id)
+        await self.local_topics.start()
 
     def _tick(self) -> None:
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
@@ -207,6 +224,9 @@ class KafkaServer:
             conn.abort(graceful=True)
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
+        for part in (self.local_topics, self.controller):  # before the logs and the session close
+            if part is not None:
+                await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
         if self.membership is not None:  # the registration goes with the session
             await self._within(self.membership.close(), SHUTDOWN_GRACE_MS)
