@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from ..wire.errors import ErrorCode, KafkaError
 from . import admin_zk, zkdata
+from .zk import ControllerMoved, ZkError
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -33,6 +34,17 @@ def topic_uuid(topic_id: str | None) -> uuid.UUID:
     if not topic_id:
         return ZERO_UUID
     return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+async def on_controller(broker: Any, fn: Callable[[], Awaitable[Any]]) -> Any:
+    """fn() in the controller's turn. A controller deposed meanwhile answers NOT_CONTROLLER
+    (the client looks for the new one); a ZooKeeper failure UNKNOWN_SERVER_ERROR."""
+    try:
+        return await controller_of(broker).submit(fn)
+    except ControllerMoved:
+        raise KafkaError(ErrorCode.not_controller, None) from None
+    except ZkError as e:
+        raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
 
 
 def timeout_ms(req: Any) -> int:
@@ -85,15 +97,14 @@ async def create_topic(broker: Any, t: Any, configs: dict[str, str],
                        validate_only: bool) -> tuple[int, int, uuid.UUID]:
     """Create (or only check) one topic through the controller: (partitions, replication
     factor, topic id). Raises KafkaError with Kafka's code and message."""
-    controller = controller_of(broker)
     partitions, rf, assignment = _shape(broker, t)
-    zk = controller.zk
+    zk = controller_of(broker).zk
     if validate_only:
-        placed = await controller.submit(
-            lambda: admin_zk.plan_topic(zk, t.name, partitions, rf, assignment))
+        placed = await on_controller(broker, lambda: admin_zk.plan_topic(
+            zk, t.name, partitions, rf, assignment))
         return len(placed), len(next(iter(placed.values()))), ZERO_UUID
-    created = await controller.submit(
-        lambda: admin_zk.create_topic(zk, t.name, partitions, rf, configs, assignment))
+    created = await on_controller(broker, lambda: admin_zk.create_topic(
+        zk, t.name, partitions, rf, configs, assignment))
     first = next(iter(created.partitions.values()))
     return len(created.partitions), len(first), topic_uuid(created.topic_id)
 
@@ -140,7 +151,7 @@ async def create_partitions(broker: Any, t: Any, validate_only: bool) -> None:
             assignment = {start + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
         return await admin_zk.create_partitions(zk, t.name, t.count, assignment,
                                                 validate_only=validate_only)
-    await controller_of(broker).submit(grow)
+    await on_controller(broker, grow)
 
 
 # --- DeleteTopics -----------------------------------------------------------------------
@@ -151,16 +162,18 @@ async def resolve_deletions(broker: Any, items: list[tuple[str | None, uuid.UUID
     ZooKeeper's topics: an unknown name UNKNOWN_TOPIC_OR_PARTITION, an unknown id
     UNKNOWN_TOPIC_ID; both or neither given INVALID_REQUEST."""
     zk = controller_of(broker).zk
-    ids: dict[uuid.UUID, str] = {}
-    names: dict[str, uuid.UUID] = {}
-    for name in await zk.children(zkdata.TOPICS):
-        try:
-            data, _ = await zk.get(zkdata.topic_path(name))
-        except admin_zk.NoNode:
-            continue
-        tid = topic_uuid(zkdata.TopicAssignment.decode(data).topic_id)
-        names[name] = tid
-        ids[tid] = name
+
+    async def topic_ids() -> dict[str, uuid.UUID]:
+        found = {}
+        for name in await zk.children(zkdata.TOPICS):
+            try:
+                data, _ = await zk.get(zkdata.topic_path(name))
+            except admin_zk.NoNode:
+                continue
+            found[name] = topic_uuid(zkdata.TopicAssignment.decode(data).topic_id)
+        return found
+    names = await on_controller(broker, topic_ids)
+    ids = {tid: name for name, tid in names.items()}
     targets, rows = [], []
     for name, tid in items:
         if (name is None) == (tid is None):
@@ -189,7 +202,8 @@ async def delete_topics(broker: Any, targets: list[tuple[str, uuid.UUID]],
     rows, marked = [], []
     for name, tid in targets:
         try:
-            await controller.submit(lambda n=name: admin_zk.mark_for_deletion(controller.zk, n))
+            await on_controller(broker,
+                                lambda n=name: admin_zk.mark_for_deletion(controller.zk, n))
         except KafkaError as e:
             rows.append((name, tid, e.code, e.message))
         else:

@@ -11,7 +11,8 @@ import os
 import re
 import uuid
 
-from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.admin import (CreatePartitionsRequest, CreateTopicsRequest,
+                                  DeleteTopicsRequest, DescribeConfigsRequest)
 
 from kafkalite.cluster import zkdata
 from kafkalite.cluster.zk_admin import topic_uuid
@@ -52,6 +53,25 @@ def delete(bootstrap: str, name: str):
         (row,) = call(s, DeleteTopicsRequest[4](topic_names=[name],
                                                 timeout_ms=15000)).responses
     return row
+
+
+def delete_by_id(bootstrap: str, topic_id: uuid.UUID):
+    D = DeleteTopicsRequest[6].DeleteTopicState
+    with open_socket(bootstrap) as s:
+        (row,) = call(s, DeleteTopicsRequest[6](topics=[D(name=None, topic_id=topic_id)],
+                                                timeout_ms=15000)).responses
+    return row
+
+
+def retention_override(bootstrap: str, name: str) -> str | None:
+    """The topic's retention.ms as the broker's local log has it, when set on the topic."""
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    with open_socket(bootstrap) as s:
+        (res,) = call(s, DescribeConfigsRequest[2](resources=[R(
+            resource_type=2, resource_name=name, configuration_keys=["retention.ms"])],
+            include_synonyms=False)).results
+    (entry,) = res.configs
+    return entry.value if entry.config_source == 1 else None  # TOPIC_CONFIG
 
 
 def controller_id(z: Zk) -> int | None:
@@ -143,6 +163,7 @@ def test_the_controller_creates_grows_and_deletes_topics_others_answer_not_contr
     for broker in procs.values():  # each broker's local log follows the assignment
         assert eventually(lambda: local_partitions(broker, "orders"), lambda ps: ps == [0, 1, 2],
                           timeout=WAIT_S) == [0, 1, 2]
+        assert retention_override(broker.bootstrap, "orders") == "777000"  # /config/topics
 
     assert grow(other, "orders", 5).error_code == ErrorCode.not_controller
     assert grow(ctrl, "orders", 5).error_code == 0
@@ -161,6 +182,13 @@ def test_the_controller_creates_grows_and_deletes_topics_others_answer_not_contr
     for broker in procs.values():
         assert eventually(lambda: local_partitions(broker, "orders"), lambda ps: ps == [],
                           timeout=WAIT_S) == []
+
+    topic_id = uuid.UUID(str(create(ctrl, "by-id", rf=2).topic_id))
+    gone = delete_by_id(ctrl, topic_id)
+    assert (gone.name, gone.error_code) == ("by-id", 0)
+    assert assignment(z, "by-id") is None
+    unknown = delete_by_id(ctrl, topic_id)
+    assert unknown.error_code == ErrorCode.unknown_topic_id
 
 
 def test_a_killed_controller_is_replaced_and_its_successor_creates_topics(brokers, zk):

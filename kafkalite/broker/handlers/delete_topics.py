@@ -115,7 +115,10 @@ async def _delete_in_cluster(ctx, items, timeout_ms: int) -> list:
     controller has deleted the topic's znodes. With an authorizer, DELETE on the cluster or
     on the topic is needed (TOPIC_AUTHORIZATION_FAILED otherwise)."""
     b = ctx.broker
-    targets, rows = await zk_admin.resolve_deletions(b, items)
+    try:
+        targets, rows = await zk_admin.resolve_deletions(b, items)
+    except KafkaError as e:  # the controller moved, or ZooKeeper failed
+        return [(n, i or ZERO_UUID, e.code, e.message) for n, i in items]
     if b.authorizer is not None and not cluster(ctx, Operation.DELETE):
         refused = denied(ctx, Operation.DELETE, ResourceType.TOPIC, [n for n, _ in targets])
         rows += [(n, i, ErrorCode.topic_authorization_failed, TOPIC_AUTHORIZATION_FAILED)
