@@ -210,6 +210,10 @@ class Controller:
             return
         try:
             fut.set_result(await fn())
+        except asyncio.CancelledError:  # stop() meanwhile: the caller must not hang
+            if not fut.done():
+                fut.set_exception(KafkaError(ErrorCode.not_controller, "stopped"))
+            raise
         except BaseException as e:
             if not fut.done():
                 fut.set_exception(e)
