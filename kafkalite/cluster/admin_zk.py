@@ -75,7 +75,8 @@ def validate_assignment(assignment: Mapping[int, Sequence[int]], first_partition
         unknown = sorted(set(replicas) - set(brokers))
         if unknown:
             raise KafkaError(ErrorCode.invalid_replica_assignment,
-                             f"Unknown broker(s) in replica assignment: {unknown}.")
+                             "Unknown broker(s) in replica assignment: "
+                             f"{', '.join(map(str, unknown))}.")
 
 
 async def plan_topic(zk: ZkClient, name: str, partitions: int, replication_factor: int,
@@ -147,8 +148,8 @@ async def create_partitions(zk: ZkClient, name: str, total: int,
                              f"Topic already has {existing} partitions.")
         if total < existing:
             raise KafkaError(ErrorCode.invalid_partitions,
-                             f"Topic currently has {existing} partitions, {total} would not "
-                             "be an increase.")
+                             f"Topic currently has {existing} partitions, which is higher than "
+                             f"the requested {total}.")
         if current.adding or current.removing:
             raise KafkaError(ErrorCode.reassignment_in_progress,
                              f"A partition reassignment is in progress for the topic '{name}'.")

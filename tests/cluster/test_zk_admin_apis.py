@@ -139,7 +139,7 @@ def test_the_controller_creates_grows_and_deletes_topics_others_answer_not_contr
     other = procs[next(i for i in procs if i != cid)].bootstrap
 
     refused = create(other, "orders")
-    assert (refused.error_code, refused.error_message) == (ErrorCode.not_controller, None)
+    assert (refused.error_code, refused.error_message) == (ErrorCode.not_controller, "")
     assert assignment(z, "orders") is None
 
     row = create(ctrl, "orders", configs={"retention.ms": "777000"})

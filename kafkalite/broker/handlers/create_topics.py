@@ -198,8 +198,9 @@ async def handle(ctx, req):
     mod = response_module(19, v)
     controller = zk_admin.controller_of(b)
     if controller is not None and not controller.active:  # Kafka's ZooKeeper-mode KafkaApis
+        # (its rows keep the generated class's default message, "", as Kafka 3.8 answers)
         return make(response_class(19, v), throttle_time=ZERO, topics=tuple(
-            _failure(mod, t.name, ErrorCode.not_controller, None) for t in req.topics))
+            _failure(mod, t.name, ErrorCode.not_controller, "") for t in req.topics))
     counts = Counter(t.name for t in req.topics)
     results = []
     planned = []
