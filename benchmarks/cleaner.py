@@ -16,6 +16,7 @@ import json
 import os
 import time
 import uuid
+from typing import Callable
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
@@ -92,6 +93,25 @@ def run(bootstrap: str, data_dir: str, mb: int, keys: int, quiet: float) -> dict
             "reclaimed_mb_per_s": (before - size) / 1e6 / took if took > 0 else 0.0}
 
 
+def on_each_broker(reference: str | None, lite_settings: dict[str, str],
+                   work: Callable[[BrokerProcess], dict]) -> dict[str, dict]:
+    """work(broker) on a spawned kafkalite and, with reference, then on a real Kafka 3.8
+    (BROKER_SETTINGS), one after the other; by broker name."""
+    brokers = [("kafkalite", lambda: BrokerProcess(settings=lite_settings))]
+    if reference:
+        from tests.helpers.real_kafka import RealKafka
+        brokers.append(("kafka 3.8.0", lambda: RealKafka(settings=BROKER_SETTINGS)))
+    results = {}
+    for name, make in brokers:
+        broker = make()
+        try:
+            broker.start()
+            results[name] = work(broker)
+        finally:
+            broker.cleanup()
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200, help="MB of 1 KiB records produced")
@@ -100,19 +120,8 @@ def main() -> None:
                     help="seconds without a fall that end the measurement")
     ap.add_argument("--reference", choices=["kafka"], default=None)
     args = ap.parse_args()
-    brokers = [("kafkalite", lambda: BrokerProcess(settings=BROKER_SETTINGS))]
-    if args.reference:
-        from tests.helpers.real_kafka import RealKafka
-        brokers.append(("kafka 3.8.0", lambda: RealKafka(settings=BROKER_SETTINGS)))
-    results = {}
-    for name, make in brokers:
-        broker = make()
-        try:
-            broker.start()
-            results[name] = run(broker.bootstrap, broker.data_dir, args.mb, args.keys,
-                                args.quiet)
-        finally:
-            broker.cleanup()
+    results = on_each_broker(args.reference, BROKER_SETTINGS, lambda b: run(
+        b.bootstrap, b.data_dir, args.mb, args.keys, args.quiet))
     for key in results["kafkalite"]:
         print(f"{key:<20} " + "  ".join(f"{n}: {r[key]:>9.2f}" for n, r in results.items()))
     print(json.dumps(results))

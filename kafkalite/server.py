@@ -63,6 +63,7 @@ class KafkaServer:
         self._metrics: asyncio.AbstractServer | None = None
         self.metrics_port = -1
         self.membership: Any = None  # cluster.membership.Membership with zookeeper.connect
+        self.cluster_view: Any = None  # cluster.zk_view.ZkClusterView with zookeeper.connect
         self.controller: Any = None  # cluster.controller.Controller, on every cluster broker
         self.local_topics: Any = None  # cluster.local_topics.LocalTopics
 
@@ -129,7 +130,11 @@ class KafkaServer:
             await register_listeners(self.membership, self.listeners)
             self.broker.membership = self.membership
             self.broker.cluster_members = self.membership.members  # live, updated in place
-            await self._start_controller()
+            from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
+            self.cluster_view = await start_view(self.broker, self.membership, self.config)
+            self.broker.view = self.cluster_view
+            if self.config["kafkalite.controller.enable"]:
+                await self._start_controller()
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
         if self.idle_ms >= 0:
             self._timers["idle"] = self.clock.call_later(self._sweep_every_ms, self._sweep_idle)
@@ -150,7 +155,7 @@ class KafkaServer:
                                      unclean=self.config["unclean.leader.election.enable"])
         await self.controller.start()
         self.broker.controller = self.controller  # the admin handlers route through it
-        self.local_topics = LocalTopics(self.broker, client, self.broker.node_id)
+        self.local_topics = LocalTopics(self.broker, client)
         await self.local_topics.start()
 
     def _tick(self) -> None:
@@ -224,10 +229,12 @@ class KafkaServer:
             conn.abort(graceful=True)
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
-        for part in (self.local_topics, self.controller):  # before the logs and the session close
+        for part in (self.local_topics, self.controller):  # before the logs and sessions go
             if part is not None:
                 await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
+        if self.cluster_view is not None:
+            await self._within(self.cluster_view.close(), SHUTDOWN_GRACE_MS)
         if self.membership is not None:  # the registration goes with the session
             await self._within(self.membership.close(), SHUTDOWN_GRACE_MS)
         self._closed_clean = True

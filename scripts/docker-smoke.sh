@@ -3,7 +3,9 @@
 # (non-root user, volume, port, KAFKALITE_* defaults, health check), start the broker from the
 # image with its own defaults, run its HEALTHCHECK command, produce and consume records
 # through it, restart it on the same data volume with its port changed through
-# KAFKALITE_LISTENERS and read the records again, stop it with SIGTERM.
+# KAFKALITE_LISTENERS and read the records again, stop it with SIGTERM; then start it with a
+# SASL_PLAINTEXT listener and a SCRAM user from KAFKALITE_* variables alone, and produce and
+# consume as that user with confluent-kafka (a wrong password is refused).
 # Exit 0 on success or SKIP, non-zero on failure.
 #
 # Builder: docker when an engine answers `docker info`; otherwise Debian's buildah, installed
@@ -339,9 +341,9 @@ if [ "$BUILDER" = buildah ]; then
   ip netns add "$NS" || { NS=; fail "cannot create a network namespace (ip netns add)"; }
   ip netns exec "$NS" ip link set lo up
   IN_NET=(ip netns exec "$NS")
-  PORT1=9092 PORT2=9093  # the namespace is ours: the image's own port is free
+  PORT1=9092 PORT2=9093 PORT3=9094  # the namespace is ours: the image's own port is free
 else
-  PORT1=$(tools free-port) PORT2=$(tools free-port)
+  PORT1=$(tools free-port) PORT2=$(tools free-port) PORT3=$(tools free-port)
 fi
 
 # A bind-mounted data directory must belong to the image's user, as the Dockerfile says.
@@ -372,4 +374,17 @@ start_broker 2 9093 "$PORT2" "KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9093" \
     "KAFKALITE_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:$PORT2"
 client "127.0.0.1:$PORT2" "$TOPIC" consume || fail "records did not survive a restart on the volume"
 stop_broker 2
+
+# Run 3: SASL_PLAINTEXT with SCRAM-SHA-512 and a bootstrap user from the environment alone
+# (no server.properties); the HEALTHCHECK keeps its PLAINTEXT listener on 127.0.0.1:9092.
+start_broker 3 9094 "$PORT3" \
+    "KAFKALITE_LISTENERS=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://0.0.0.0:9094" \
+    "KAFKALITE_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:$PORT3" \
+    "KAFKALITE_SASL_ENABLED_MECHANISMS=SCRAM-SHA-512" \
+    "KAFKALITE_SASL_SCRAM_USERS=alice:alice-secret"
+health >"$WORK/health.log" 2>&1 || { cat "$WORK/health.log" >&2; fail "the HEALTHCHECK command failed beside a SASL listener"; }
+sasl_client() { "${IN_NET[@]}" timeout 120 "$PY" "$TOOLS" sasl "127.0.0.1:$PORT3" "$TOPIC-sasl" alice "$@"; }
+sasl_client alice-secret ok || fail "SCRAM user from KAFKALITE_SASL_SCRAM_USERS could not produce/consume"
+sasl_client wrong-secret refused || fail "a wrong SCRAM password was not refused"
+stop_broker 3
 say "PASS: builder $BUILDER, image $IMAGE, size $SIZE"

@@ -1,14 +1,11 @@
-# A broker's local logs following ZooKeeper's topics (issue 17): a topic whose assignment
-# (/brokers/topics/<t>) places a replica here gets its local log, with the overrides in
-# /config/topics/<t>, and grows with the assignment; a topic whose assignment disappears
-# (the controller completed a deletion) loses its local log, as Kafka's StopReplica with
-# deletePartitions does. Only topics seen in ZooKeeper are ever dropped: internal topics this
-# broker created for itself stay.
+# A broker's local logs following ZooKeeper's topic deletions (issue 17): a topic whose
+# assignment (/brokers/topics/<t>) disappears (the controller completed a deletion) loses
+# its local log, as Kafka's StopReplica with deletePartitions does. The cluster view
+# (zk_view.py) creates the local logs of the topics assigned here, with their ids; only
+# topics seen in ZooKeeper are ever dropped, so internal topics a broker made itself stay.
 #
-# ensure_local_topic / drop_local_topic are the hooks: the cluster view (zk_view.py), which
-# creates local logs for the partitions it sees assigned here, should call them (and take
-# over this watch) when it lands.
-# TODO(zk_view): only the partitions assigned here; the log's topic id from the assignment.
+# drop_local_topic is the hook: when the view forgets a topic it may call it and this watch
+# (a second /brokers/topics children watch on the membership's session) can go.
 from __future__ import annotations
 
 import asyncio
@@ -16,25 +13,9 @@ import logging
 from typing import Any
 
 from . import zkdata
-from .zk import NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
+from .zk import SessionEvent, WatchEvent, ZkClient, ZkError
 
 log = logging.getLogger("kafkalite.cluster")
-
-
-async def ensure_local_topic(broker: Any, zk: ZkClient, name: str, partitions: int) -> None:
-    """The local log of `name` with `partitions` partitions and its ZooKeeper config."""
-    local = broker.logs.get(name)
-    if local is None:
-        try:
-            configs = zkdata.decode_topic_config((await zk.get(
-                zkdata.topic_config_path(name)))[0])
-        except NoNode:
-            configs = {}
-        await broker.ensure_topic(name, partitions, configs)
-        log.info("Created the local log of %s (%d partitions, configs %s)", name, partitions,
-                 configs)
-    elif len(local.partitions) < partitions:
-        await broker.add_partitions(name, partitions)
 
 
 async def drop_local_topic(broker: Any, name: str) -> None:
@@ -49,12 +30,11 @@ async def drop_local_topic(broker: Any, name: str) -> None:
 
 
 class LocalTopics:
-    """Keeps the broker's local logs in step with /brokers/topics (watched)."""
+    """Drops the local log of every topic that leaves /brokers/topics (watched)."""
 
-    def __init__(self, broker: Any, zk: ZkClient, broker_id: int):
+    def __init__(self, broker: Any, zk: ZkClient):
         self.broker = broker
         self.zk = zk
-        self.broker_id = broker_id
         self.seen: set[str] = set()
         self._task: asyncio.Task | None = None
 
@@ -73,8 +53,7 @@ class LocalTopics:
             while True:
                 event = await events.get()
                 if (isinstance(event, SessionEvent) and event.state == "CONNECTED") or (
-                        isinstance(event, WatchEvent) and event.path.startswith(zkdata.TOPICS)
-                        and event.path.count("/") <= 3):
+                        isinstance(event, WatchEvent) and event.path == zkdata.TOPICS):
                     await self._refresh_logged()
         finally:
             self.zk.unsubscribe(events)
@@ -92,12 +71,3 @@ class LocalTopics:
         for gone in sorted(self.seen - names):
             await drop_local_topic(self.broker, gone)
         self.seen = names
-        for name in sorted(names):
-            try:
-                data, _ = await self.zk.get(zkdata.topic_path(name), watch=True)
-            except NoNode:  # deleted meanwhile: the children watch brings it
-                continue
-            assignment = zkdata.TopicAssignment.decode(data)
-            if any(self.broker_id in r for r in assignment.partitions.values()):
-                await ensure_local_topic(self.broker, self.zk, name,
-                                         len(assignment.partitions))

@@ -10,11 +10,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import uuid
 from typing import Any, Protocol, Sequence
 
 from ..security.listeners import Listener
+from ..wire.errors import ErrorCode
 
 NO_NODE = -1
+NO_EPOCH = -1  # a request's current_leader_epoch when the client names none
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,9 @@ class PartitionState:
 
 class ClusterView(Protocol):
     node_id: int  # this broker's
+    # Whether Metadata may auto-create a topic in this broker's logs (single node); in a
+    # cluster topics are created in ZooKeeper.
+    auto_create_locally: bool
 
     @property
     def cluster_id(self) -> str: ...
@@ -58,12 +64,29 @@ class ClusterView(Protocol):
     def is_leader(self, topic: str, partition: int) -> bool:
         """Whether this broker leads the partition now."""
 
+    def topic_names(self) -> Sequence[str]:
+        """Every topic the cluster knows."""
+
+    def topic(self, name: str) -> Any:
+        """The topic (`name`, `topic_id`, `internal`), None when the cluster does not know it."""
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
+        """The topic with that id, None when unknown."""
+
+    def leader_error(self, topic: str, partition: int, current_leader_epoch: int) -> int:
+        """ErrorCode.none when a request for the partition's leader (at the client's
+        current_leader_epoch, -1 for none) may be served here, else the error to answer."""
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's current leader epoch (-1 when unknown)."""
+
 
 class SingleNodeView:
     """kafkalite alone: this node is every partition's leader, replica and ISR, at leader
     epoch 0, and the controller (a combined KRaft node, as Kafka's single-node setups)."""
 
     LEADER_EPOCH = 0
+    auto_create_locally = True
 
     def __init__(self, broker: Any):
         # The broker, not its fields: its advertised address is known only once the
@@ -99,6 +122,25 @@ class SingleNodeView:
 
     def is_leader(self, topic: str, partition: int) -> bool:
         return self.partition(topic, partition) is not None
+
+    def topic_names(self) -> Sequence[str]:
+        return list(self._broker.logs.topics)
+
+    def topic(self, name: str) -> Any:
+        return self._broker.logs.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Any:
+        return self._broker.logs.by_id.get(topic_id)
+
+    def leader_error(self, topic: str, partition: int, current_leader_epoch: int) -> int:
+        if self.partition(topic, partition) is None:
+            return ErrorCode.unknown_topic_or_partition
+        if current_leader_epoch > self.LEADER_EPOCH:
+            return ErrorCode.unknown_leader_epoch
+        return ErrorCode.none
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return self.LEADER_EPOCH
 
     def _me(self, listener: Listener | None) -> BrokerNode:
         if listener is None:

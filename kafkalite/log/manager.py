@@ -54,6 +54,7 @@ class LogManager(TopicLifecycle):
         self.was_clean = True
         self._lock: datadir.DirLock | None = None
         self.cleaner: LogCleaner | None = None  # start_cleaner()
+        self._cluster_topic_ids: dict[str, uuid.UUID] = {}  # adopt_topic_async's, by name
 
     # --- startup and shutdown -------------------------------------------------------------
 
@@ -191,6 +192,29 @@ class LogManager(TopicLifecycle):
         finally:
             if self._lock is not None:
                 self._lock.release()
+
+    # --- a cluster's topics ----------------------------------------------------------------
+
+    async def adopt_topic_async(self, name: str, partitions: int, topic_id: uuid.UUID,
+                                internal: bool = False) -> Topic:
+        """The local logs of a topic the cluster created (ZooKeeper's assignment names it,
+        with its id): `name` as it is, else created as ensure_topic_async does, with the
+        cluster's topic id and the broker's default configs."""
+        if name not in self.topics and name not in self._creating:
+            self._cluster_topic_ids[name] = topic_id  # taken by _new_topic
+        try:
+            return await self.ensure_topic_async(name, partitions, internal=internal)
+        finally:
+            self._cluster_topic_ids.pop(name, None)
+
+    def _new_topic(self, name: str, partitions: int, configs: dict | None,
+                   internal: bool) -> tuple[Topic, LogConfig, bytes]:
+        topic, lc, meta = super()._new_topic(name, partitions, configs, internal)
+        cluster_id = self._cluster_topic_ids.pop(name, None)
+        if cluster_id is not None:
+            topic.topic_id = cluster_id
+            meta = self._meta_bytes(topic)
+        return topic, lc, meta
 
     # --- lookups --------------------------------------------------------------------------
 

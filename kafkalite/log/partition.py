@@ -232,16 +232,42 @@ class PartitionLog(LogDeletion, TransactionalLog):
         short; clients drop the partial tail. `max_offset` (read_committed: the LSO, always
         a batch boundary) ends the read before the batch holding it. Raises
         OffsetOutOfRange, StorageError, and with `nowait` reads.WouldBlock rather than wait
-        for the disk."""
+        for the disk.
+
+        Like Kafka, one segment's bytes, with one exception: a segment read to its end that
+        held only record-less batches (what the cleaner leaves of a group it emptied) is
+        followed by the next segments' bytes. Kafka leaves such a segment empty and its read
+        moves on to the next; an answer of empty batches alone makes librdkafka take the
+        fetch size for too small and, after doubling it a few times, fail the partition with
+        MSG_SIZE_TOO_LARGE."""
         self.check_offset(offset)
         end = self.log_end_offset if max_offset is None else max_offset
+        data, next_offset = self._read_one(offset, max_bytes, min_one_batch, nowait, end)
+        if next_offset is None or not only_empty_batches(data):
+            return data
+        parts, total = [data], len(data)
+        while next_offset is not None and next_offset < end and total < max_bytes:
+            more, next_offset = self._read_one(next_offset, max_bytes - total, min_one_batch,
+                                               nowait, end)
+            parts.append(more)
+            total += len(more)
+            if not only_empty_batches(more):
+                break
+        return b"".join(parts)
+
+    def _read_one(self, offset: int, max_bytes: int, min_one_batch: bool, nowait: bool,
+                  end: int) -> tuple[bytes | bytearray, int | None]:
+        """read() within one segment: (bytes, the segment's next offset when the bytes run
+        to its end, else None)."""
         if offset >= end:
-            return b""
+            return b"", None
         i = bisect_right(self._bases, offset) - 1
         hit = self._read_positions.get(offset)
         if hit is not None and 0 <= i < len(self.segments) and self.segments[i] is hit[0] \
                 and hit[1] < hit[0].size and end >= hit[0].next_offset:
-            return self._read_at(hit[0], hit[1], max_bytes, min_one_batch, nowait)
+            seg, pos = hit
+            data = self._read_at(seg, pos, max_bytes, min_one_batch, nowait)
+            return data, seg.next_offset if pos + len(data) == seg.size else None
         for seg in self.segments[max(i, 0):]:
             found = seg.find(offset, nowait)
             if found is None:
@@ -255,11 +281,11 @@ class PartitionLog(LogDeletion, TransactionalLog):
             if min_one_batch and first > length:
                 length = min(first, limit - pos)
             if length <= 0:
-                return b""
+                return b"", None
             data = seg.read(pos, length, nowait)
             self._read_positions.remember(seg, pos, data)
-            return data
-        return b""
+            return data, seg.next_offset if pos + len(data) == seg.size else None
+        return b"", None
 
     def _read_at(self, seg: Segment, pos: int, max_bytes: int, min_one_batch: bool,
                  nowait: bool) -> bytes | bytearray:
@@ -371,3 +397,13 @@ class PartitionLog(LogDeletion, TransactionalLog):
             os.unlink(os.path.join(self.directory, name))
         os.rmdir(self.directory)
 
+
+def only_empty_batches(data: bytes | bytearray) -> bool:
+    """Whether `data` is whole batches, all of them data batches without records (batch
+    headers only: attributes at 21, records count at 57)."""
+    pos, n = 0, len(data)
+    while pos + LOG_OVERHEAD + 49 <= n:
+        if data[pos + 22] & 0x20 or data[pos + 57:pos + 61] != b"\0\0\0\0":
+            return False
+        pos += LOG_OVERHEAD + int.from_bytes(data[pos + 8:pos + 12], "big")
+    return n > 0 and pos == n

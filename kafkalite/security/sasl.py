@@ -181,7 +181,10 @@ class SaslSession:
         """Whether the request may go to its handler; else why the connection closes
         (unanswered). Called for every framed request of the connection."""
         if self.state == "complete":
-            if api_key == SASL_HANDSHAKE and self.supports_reauth:
+            # KIP-368 only for a session that ends (Kafka's maybeBeginServerReauthentication);
+            # else the handshake reaches the handler: ILLEGAL_SASL_STATE
+            if api_key == SASL_HANDSHAKE and self.supports_reauth \
+                    and self.expires_ms is not None:
                 self.state, self.reauthenticating = "handshake", True
                 return None
             if self.expires_ms is not None and self.clock.monotonic_ms() >= self.expires_ms:

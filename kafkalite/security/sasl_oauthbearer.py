@@ -8,6 +8,8 @@
 # challenge ({"status":"invalid_token"}), then, after the client's %x01, the failure with
 # that JSON as message. Extensions are all accepted (the unsecured handler's default). The
 # token's expiry is the credential lifetime (KIP-368 bounds the session by it). Sans-I/O.
+# The client side (the CLI's --command-config) makes the token as Kafka's
+# OAuthBearerUnsecuredLoginCallbackHandler does from the JAAS config's unsecuredLogin* options.
 from __future__ import annotations
 
 import base64
@@ -109,3 +111,49 @@ class OAuthBearerServer:
         self.credential_expiry_ms = exp_ms
         self.complete = True
         return b""
+
+
+# --- the client side: Kafka's OAuthBearerUnsecuredLoginCallbackHandler ---------------------
+
+_LOGIN = "unsecuredLogin"
+
+
+def _b64url(value: Mapping[str, Any]) -> str:
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def unsecured_login_token(options: Mapping[str, str], wall_ms: int) -> str:
+    """The unsecured JWT that Kafka's login handler makes from a JAAS config's options:
+    unsecuredLoginStringClaim_<name>, unsecuredLoginNumberClaim_<name>,
+    unsecuredLoginListClaim_<name> (its first character is the delimiter),
+    unsecuredLoginPrincipalClaimName (default sub, which must be set),
+    unsecuredLoginLifetimeSeconds (default 3600); iat and exp are seconds."""
+    iat = wall_ms / 1000.0
+    claims: dict[str, Any] = {}
+    for key, value in options.items():
+        kind, sep, name = key.partition("Claim_")
+        if not sep or not name or not kind.startswith(_LOGIN):
+            continue
+        kind = kind[len(_LOGIN):]
+        if name in ("iat", "exp"):
+            raise ValueError(f"{key}: the {name} claim is set from the lifetime")
+        if kind == "String":
+            claims[name] = value
+        elif kind == "Number":
+            number = float(value)
+            claims[name] = int(number) if number.is_integer() else number
+        elif kind == "List":
+            claims[name] = [v for v in value[1:].split(value[:1])] if value else []
+    principal = options.get(_LOGIN + "PrincipalClaimName", "sub").strip() or "sub"
+    if not isinstance(claims.get(principal), str) or not claims[principal].strip():
+        raise ValueError(f"{_LOGIN}StringClaim_{principal} is required: the principal")
+    lifetime = float(options.get(_LOGIN + "LifetimeSeconds", "3600"))
+    claims.update(iat=iat, exp=iat + lifetime)
+    return f"{_b64url({'alg': 'none'})}.{_b64url(claims)}."
+
+
+def unsecured_login_extensions(options: Mapping[str, str]) -> dict[str, str]:
+    """unsecuredLoginExtension_<name>=value: the SASL extensions sent with the token."""
+    head = _LOGIN + "Extension_"
+    return {k[len(head):]: v for k, v in options.items() if k.startswith(head)}

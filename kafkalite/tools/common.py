@@ -13,6 +13,7 @@ import argparse
 import os
 import socket
 import sys
+import time
 from typing import Any, Callable
 
 def _default_bootstrap() -> str:
@@ -206,29 +207,19 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def read_client_properties(path: str) -> dict[str, str]:
-    """A Java .properties file as Kafka's tools read one: comments, `=` or `:`, and lines
-    continued by a trailing backslash (a sasl.jaas.config is often split so)."""
+    """A Java .properties file as Kafka's tools read one (Utils.loadProps: Properties.load,
+    ISO-8859-1): comments, `=` or `:`, escapes, and lines continued by a trailing backslash
+    (a sasl.jaas.config is often split so)."""
+    from ..java_properties import PropertiesError, parse
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            text = f.read().decode("latin-1")
     except OSError as e:
         raise CliError(f"--command-config {path}: {e.strerror or e}", exit_code=2) from None
-    out: dict[str, str] = {}
-    logical = ""
-    for line in lines:
-        s = line.strip() if not logical else line.lstrip()
-        if not logical and (not s or s[0] in "#!"):
-            continue
-        if (len(s) - len(s.rstrip("\\"))) % 2:  # an odd number escapes the line end
-            logical += s[:-1]
-            continue
-        logical += s
-        cut = min((i for i in (logical.find("="), logical.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            raise CliError(f"--command-config {path}: cannot parse {logical!r}", exit_code=2)
-        out[logical[:cut].strip()] = logical[cut + 1:].strip()
-        logical = ""
-    return out
+    try:
+        return {k: v.strip() for k, v in parse(text).items()}
+    except PropertiesError as e:
+        raise CliError(f"--command-config {path}: {e}", exit_code=2) from None
 
 
 def _pem_only(props: dict[str, str], kind: str) -> None:
@@ -240,8 +231,9 @@ def _pem_only(props: dict[str, str], kind: str) -> None:
 
 def security_settings(path: str | None) -> dict[str, Any]:
     """kafka-python settings for a Kafka client properties file (--command-config): the
-    security protocol, SASL PLAIN/SCRAM with the JAAS config's username and password, and PEM
-    trust and key stores. librdkafka's names (sasl.username, ssl.ca.location, ...) also do."""
+    security protocol, SASL PLAIN/SCRAM with the JAAS config's username and password,
+    OAUTHBEARER with the unsecured JWT of its unsecuredLogin* options, and PEM trust and key
+    stores. librdkafka's names (sasl.username, ssl.ca.location, ...) also do."""
     if not path:
         return {}
     from ..security.sasl import parse_jaas
@@ -253,7 +245,9 @@ def security_settings(path: str | None) -> dict[str, Any]:
         out["sasl_mechanism"] = props.get("sasl.mechanism", "GSSAPI").upper()
         jaas = parse_jaas(props.get("sasl.jaas.config"))
         user = jaas.get("username", props.get("sasl.username"))
-        if user is not None:
+        if out["sasl_mechanism"] == "OAUTHBEARER":
+            out["sasl_oauth_token_provider"] = _unsecured_token_provider(jaas, path)
+        elif user is not None:
             out["sasl_plain_username"] = user
             out["sasl_plain_password"] = jaas.get("password", props.get("sasl.password", ""))
     if "ssl.truststore.location" in props:
@@ -275,6 +269,28 @@ def security_settings(path: str | None) -> dict[str, Any]:
     if props.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
         out["ssl_check_hostname"] = False
     return out
+
+
+def _unsecured_token_provider(jaas: dict[str, str], path: str) -> Any:
+    """kafka-python's token provider for OAUTHBEARER with Kafka's default (unsecured) login
+    handler: a fresh token per login, so a long `consume` re-authenticates with an unexpired
+    one. A JAAS config that names no principal is told before connecting, as Kafka's tools
+    refuse it at login."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+    from ..security.sasl_oauthbearer import unsecured_login_extensions, unsecured_login_token
+    try:
+        unsecured_login_token(jaas, 0)
+    except ValueError as e:
+        raise CliError(f"--command-config {path}: sasl.jaas.config: {e}", exit_code=2) from None
+
+    class UnsecuredLogin(AbstractTokenProvider):
+        def token(self) -> str:
+            return unsecured_login_token(jaas, int(time.time() * 1000))
+
+        def extensions(self) -> dict[str, str]:
+            return unsecured_login_extensions(jaas)
+
+    return UnsecuredLogin()
 
 
 def open_admin(args: argparse.Namespace):

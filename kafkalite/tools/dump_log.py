@@ -1,15 +1,23 @@
 # `kafkalite dump-log PATH...`: kafka-dump-log.sh for kafkalite's (and Kafka's) segment
 # files. A .log file is walked batch by batch: each batch line carries the header fields and
-# whether its CRC32C holds; each record line its offset, timestamp, key, value and headers
+# whether its CRC32C holds (in kafka-dump-log.sh 3.8's words: `crc: N isvalid: B`, and the
+# KIP-534 delete horizon the log cleaner set, `deleteHorizonMs: OptionalLong[N]`, or
+# `OptionalLong.empty`); each record line its offset, timestamp, key, value and headers
 # (values cut at --max-value-chars and escaped so one record stays one line). Control
 # batches show their transaction marker. .index and .timeindex files list their entries.
 #
 # Reading stops at the first batch that does not fit the file (a torn tail, which the
 # broker's recovery truncates) and reports the bytes left over, as Kafka does. A bad CRC
-# does not stop the walk: the batch is reported with crcValid false and decoded if it can be.
+# does not stop the walk: the batch is reported with isvalid false and decoded if it can be.
 # A file that is not a segment (another suffix, or a .log that does not begin with a record
 # batch: an unknown magic byte or a negative length) is an error, not a dump of noise. The
-# text dump of a .log ends with its count of batches and records ("0 batches" when empty).
+# text dump of a .log ends with its count of batches and records and its size ("0 batches"
+# when empty); the lines before it are kafka-dump-log.sh's.
+#
+# A partition directory stands for its .log files, oldest first. --summary prints one line
+# per segment instead (base offset, last offset, records, batches, size, and how many
+# offsets of its range no record holds): after the log cleaner ran, the sizes fall and the
+# offset gaps show there.
 from __future__ import annotations
 
 import argparse
@@ -29,13 +37,17 @@ _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
 _KINDS = (".log", ".index", ".timeindex")
 _FIRST = struct.Struct(">qi")  # baseOffset, batchLength
+_DELETE_HORIZON_BIT = 0x40  # KIP-534: the base timestamp is the delete horizon
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("dump-log", help="print the batches and records of segment files")
     s.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a segment .log file (or its .index / .timeindex)")
+                   help="a segment .log file (or its .index / .timeindex), or a partition "
+                        "directory (its .log files)")
     s.add_argument("--batches-only", action="store_true", help="do not print records")
+    s.add_argument("--summary", action="store_true",
+                   help="one line per segment: offsets, record and batch counts, size")
     s.add_argument("--max-value-chars", type=non_negative_int, default=200, metavar="N",
                    help="cut keys, values and header values after N characters "
                         "(default 200; 0 = never)")
@@ -127,6 +139,8 @@ def _batches(buf, limit: int | None, with_records: bool) -> Iterator[dict]:
             "partition_leader_epoch": h.partition_leader_epoch,
             "is_transactional": bool(h.attributes & TRANSACTIONAL_BIT),
             "is_control": bool(h.attributes & CONTROL_BIT),
+            "delete_horizon_ms": h.base_timestamp if h.attributes & _DELETE_HORIZON_BIT
+            else None,
             "timestamp_type": "LogAppendTime" if h.attributes & TIMESTAMP_TYPE_BIT
             else "CreateTime",
             "max_timestamp": h.max_timestamp, "size": size, "magic": 2,
@@ -160,15 +174,19 @@ def _text_batch(b: dict) -> list[str]:
     if b["magic"] != 2:
         return [f"baseOffset: {b['base_offset']} position: {b['position']} "
                 f"size: {b['size']} magic: {b['magic']} ({b['error']})"]
+    horizon = "OptionalLong.empty" if b["delete_horizon_ms"] is None \
+        else f"OptionalLong[{b['delete_horizon_ms']}]"
     lines = [
         f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['count']} "
         f"baseSequence: {b['base_sequence']} lastSequence: {b['last_sequence']} "
         f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
         f"partitionLeaderEpoch: {b['partition_leader_epoch']} "
         f"isTransactional: {str(b['is_transactional']).lower()} "
-        f"isControl: {str(b['is_control']).lower()} position: {b['position']} "
+        f"isControl: {str(b['is_control']).lower()} deleteHorizonMs: {horizon} "
+        f"position: {b['position']} "
         f"{b['timestamp_type']}: {b['max_timestamp']} size: {b['size']} magic: 2 "
-        f"compresscodec: {b['compression']} crcValid: {str(b['crc_valid']).lower()}"]
+        f"compresscodec: {b['compression']} crc: {b['crc']} "
+        f"isvalid: {str(b['crc_valid']).lower()}"]
     for r in b.get("records", ()):
         line = (f"| offset: {r['offset']} {b['timestamp_type']}: {r['timestamp']} "
                 f"keySize: {r['key_size']} valueSize: {r['value_size']} "
@@ -194,15 +212,57 @@ def _shown(value: str | None) -> str:
     return "null" if value is None else escape(value)
 
 
-def _dump_one(path: str, args: argparse.Namespace) -> None:
-    limit = args.max_value_chars or None
-    kind = _check_kind(path)
+def _open(path: str):
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 'es' if word.endswith('h') else word + 's'}"
+
+
+def _summary(path: str) -> dict:
+    """One segment's base offset, last offset, record and batch counts and size."""
+    if _check_kind(path) != ".log":
+        raise CliError(f"{path}: --summary reads .log files")
+    buf = _open(path)
+    try:
+        _check_first_batch(path, buf)
+        base = _base_offset(path, ".log")
+        out = {"file": path, "base_offset": base, "last_offset": base - 1, "records": 0,
+               "batches": 0, "size": len(buf), "invalid_bytes": 0}
+        for b in _batches(buf, None, False):
+            if "invalid_bytes" in b:
+                out["invalid_bytes"] = b["invalid_bytes"]
+            elif "base_offset" in b:
+                out["batches"] += 1
+                out["records"] += b.get("count", 0)
+                out["last_offset"] = b.get("last_offset", out["last_offset"])
+        # offsets of the segment's range that no record holds: the cleaner's gaps
+        out["missing_offsets"] = out["last_offset"] - base + 1 - out["records"]
+        return out
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _print_summary(s: dict) -> None:
+    line = (f"{s['file']} baseOffset: {s['base_offset']} lastOffset: {s['last_offset']} "
+            f"records: {s['records']} batches: {s['batches']} size: {s['size']} "
+            f"missingOffsets: {s['missing_offsets']}")
+    if s["invalid_bytes"]:
+        line += f" invalidBytes: {s['invalid_bytes']}"
+    print(line)
+
+
+def _dump_one(path: str, args: argparse.Namespace) -> None:
+    limit = args.max_value_chars or None
+    kind = _check_kind(path)
+    buf = _open(path)
     try:
         base = _base_offset(path, kind)
         if kind in (".index", ".timeindex"):
@@ -228,14 +288,41 @@ def _dump_one(path: str, args: argparse.Namespace) -> None:
                     batches += 1
                     records += item.get("count", 0)
         if kind == ".log" and not args.json:
-            print(f"{batches} {'batch' if batches == 1 else 'batches'}, "
-                  f"{records} {'record' if records == 1 else 'records'}")
+            print(f"{_plural(batches, 'batch')}, {_plural(records, 'record')}, "
+                  f"{_plural(len(buf), 'byte')}")
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
 
 
+def _expand(paths: list[str]) -> list[str]:
+    """A partition directory stands for its .log files, by base offset."""
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            logs = sorted(n for n in os.listdir(path) if n.endswith(".log"))
+            if not logs:
+                raise CliError(f"{path} holds no .log segment files")
+            out += [os.path.join(path, n) for n in logs]
+        else:
+            out.append(path)
+    return out
+
+
 def _dump(args: argparse.Namespace) -> int:
-    for path in args.paths:
-        _dump_one(path, args)
+    paths = _expand(args.paths)
+    if not args.summary:
+        for path in paths:
+            _dump_one(path, args)
+        return 0
+    rows = [_summary(path) for path in paths]
+    for row in rows:
+        if args.json:
+            emit_json(row, lines=True)
+        else:
+            _print_summary(row)
+    if not args.json:
+        print(f"{_plural(len(rows), 'segment')}, "
+              f"{_plural(sum(r['records'] for r in rows), 'record')}, "
+              f"{_plural(sum(r['size'] for r in rows), 'byte')}")
     return 0

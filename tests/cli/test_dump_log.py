@@ -40,14 +40,15 @@ def test_dump_segment_text_and_json(broker_process, tmp_path):
     assert len(batches) == 2 and len(records) == 4
     assert batches[0].startswith("baseOffset: 0 lastOffset: 1 count: 2 ")
     assert batches[1].startswith("baseOffset: 2 lastOffset: 3 count: 2 ")
-    assert all("crcValid: true" in b and "magic: 2" in b for b in batches)
+    assert all(" isvalid: true" in b and "magic: 2" in b for b in batches)
+    assert all(" deleteHorizonMs: OptionalLong.empty position: " in b for b in batches)
     assert "position: 0 " in batches[0]
     assert records[0].startswith("| offset: 0 CreateTime: ")
     assert records[0].endswith("headerKeys: [h] headers: h=v key: k1 payload: hello")
     assert records[2].endswith("headerKeys: [a, b] headers: a=1,b=2 key: bin "
                                "payload: line\\nbreak\\x01")
     assert records[3].endswith("key: null payload: " + "x" * 20 + "... (500 bytes)")
-    assert lines[-1] == "2 batches, 4 records"
+    assert lines[-1] == f"2 batches, 4 records, {os.path.getsize(log)} bytes"
 
     r = run_cli("dump-log", log, "--json", "--max-value-chars", "0")
     assert r.code == 0, r.err
@@ -65,6 +66,18 @@ def test_dump_segment_text_and_json(broker_process, tmp_path):
     assert r.code == 0, r.err
     assert f"Dumping {part_dir}/{SEGMENT}.index" in r.out
     assert "offset: 0 position: 0" in r.out
+
+    # the partition directory, one line per segment
+    r = run_cli("dump-log", part_dir, "--summary")
+    assert r.code == 0, r.err
+    assert r.out.splitlines() == [
+        f"{log} baseOffset: 0 lastOffset: 3 records: 4 batches: 2 "
+        f"size: {os.path.getsize(log)} missingOffsets: 0",
+        f"1 segment, 4 records, {os.path.getsize(log)} bytes"]
+    r = run_cli("dump-log", part_dir, "--summary", "--json")
+    assert json.loads(r.out) == {"file": log, "base_offset": 0, "last_offset": 3,
+                                 "records": 4, "batches": 2, "size": os.path.getsize(log),
+                                 "invalid_bytes": 0, "missing_offsets": 0}
 
     # a flipped byte in the second batch's records: the CRC says so, the walk goes on
     damaged = tmp_path / f"{SEGMENT}.log"
@@ -95,7 +108,7 @@ def test_empty_segment_says_zero_batches(tmp_path):
     r = run_cli("dump-log", str(empty))
     assert r.code == 0, r.err
     assert r.out.splitlines() == [f"Dumping {empty}", "Log starting offset: 0",
-                                  "0 batches, 0 records"]
+                                  "0 batches, 0 records, 0 bytes"]
 
 
 def test_files_that_are_not_segments(tmp_path):

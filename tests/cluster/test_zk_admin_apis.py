@@ -11,8 +11,7 @@ import os
 import re
 import uuid
 
-from kafka.protocol.admin import (CreatePartitionsRequest, CreateTopicsRequest,
-                                  DeleteTopicsRequest, DescribeConfigsRequest)
+from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 
 from kafkalite.cluster import zkdata
 from kafkalite.cluster.zk_admin import topic_uuid
@@ -61,17 +60,6 @@ def delete_by_id(bootstrap: str, topic_id: uuid.UUID):
         (row,) = call(s, DeleteTopicsRequest[6](topics=[D(name=None, topic_id=topic_id)],
                                                 timeout_ms=15000)).responses
     return row
-
-
-def retention_override(bootstrap: str, name: str) -> str | None:
-    """The topic's retention.ms as the broker's local log has it, when set on the topic."""
-    R = DescribeConfigsRequest.DescribeConfigsResource
-    with open_socket(bootstrap) as s:
-        (res,) = call(s, DescribeConfigsRequest[2](resources=[R(
-            resource_type=2, resource_name=name, configuration_keys=["retention.ms"])],
-            include_synonyms=False)).results
-    (entry,) = res.configs
-    return entry.value if entry.config_source == 1 else None  # TOPIC_CONFIG
 
 
 def controller_id(z: Zk) -> int | None:
@@ -163,7 +151,6 @@ def test_the_controller_creates_grows_and_deletes_topics_others_answer_not_contr
     for broker in procs.values():  # each broker's local log follows the assignment
         assert eventually(lambda: local_partitions(broker, "orders"), lambda ps: ps == [0, 1, 2],
                           timeout=WAIT_S) == [0, 1, 2]
-        assert retention_override(broker.bootstrap, "orders") == "777000"  # /config/topics
 
     assert grow(other, "orders", 5).error_code == ErrorCode.not_controller
     assert grow(ctrl, "orders", 5).error_code == 0

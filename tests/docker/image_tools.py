@@ -3,8 +3,9 @@
 #   contract              check the image config (JSON on stdin) against the Dockerfile's promises
 #   ready PORT            exit 0 when 127.0.0.1:PORT answers an ApiVersions v0 request
 #   client BOOT TOPIC produce|consume   round-trip records with kafka-python
+#   sasl BOOT TOPIC USER PASSWORD ok|refused   confluent-kafka over SASL_PLAINTEXT/SCRAM-SHA-512
 #   free-port             print a free 127.0.0.1 port
-# It runs under the repo's .venv (kafka-python), never inside the image.
+# It runs under the repo's .venv (kafka-python, confluent-kafka), never inside the image.
 from __future__ import annotations
 
 import json
@@ -82,11 +83,56 @@ def client(boot: str, topic: str, mode: str) -> int:
         if len(got) >= len(RECORDS):
             break
     c.close()
+    return _read_back(got, mode, topic)
+
+
+def _read_back(got: list, label: str, topic: str) -> int:
+    """0 when the records read are RECORDS (said on stdout), else 1 (said on stderr)."""
     if got != RECORDS:
         print(f"records did not round-trip: sent {RECORDS}, read {got}", file=sys.stderr)
         return 1
-    print(f"[docker-smoke] {mode}: read back {len(got)} records from {topic}")
+    print(f"[docker-smoke] {label}: read back {len(got)} records from {topic}")
     return 0
+
+
+def sasl(boot: str, topic: str, user: str, password: str, expect: str) -> int:
+    """Produce and read back RECORDS as `user` over SASL_PLAINTEXT with SCRAM-SHA-512
+    (expect ok), or see the login refused (expect refused) and nothing delivered."""
+    from confluent_kafka import Consumer, KafkaError, Producer
+    conf = {"bootstrap.servers": boot, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user,
+            "sasl.password": password}
+    errors: list = []
+    p = Producer({**conf, "acks": "all", "message.timeout.ms": 10000,
+                  "error_cb": errors.append})
+    delivered: list = []
+    for k, v in RECORDS:
+        p.produce(topic, key=k, value=v,
+                  on_delivery=lambda err, msg: delivered.append(err))
+    p.flush(30)
+    if expect == "refused":
+        auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+        if not auth or any(err is None for err in delivered):
+            print(f"wrong password not refused: errors {errors}, deliveries {delivered}",
+                  file=sys.stderr)
+            return 1
+        print(f"[docker-smoke] sasl: wrong password refused ({auth[0].str()})")
+        return 0
+    if delivered != [None] * len(RECORDS):
+        print(f"SASL produce failed: {delivered} {errors}", file=sys.stderr)
+        return 1
+    c = Consumer({**conf, "group.id": f"{topic}-g", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    got: list = []
+    for _ in range(60):  # bounded: 60 polls of at most 0.5 s
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append((m.key(), m.value()))
+        if len(got) >= len(RECORDS):
+            break
+    c.close()
+    return _read_back(got, f"sasl {user}", topic)
 
 
 def free_port() -> None:
@@ -106,6 +152,8 @@ def main(argv: list[str]) -> int:
         return ready(int(args[0]))
     if cmd == "client":
         return client(*args)
+    if cmd == "sasl":
+        return sasl(*args)
     if cmd == "free-port":
         free_port()
         return 0

@@ -1,6 +1,9 @@
 # Runs scripts/docker-smoke.sh: build the image from the repo's Dockerfile (docker, or
 # Debian's buildah with a locally made base image), start the broker from it, round-trip
-# records through a real client, restart on the same volume, stop it. The script prints
+# records through a real client, restart on the same volume, stop it; then run the same image
+# with a SASL_PLAINTEXT listener and a SCRAM user set by KAFKALITE_* variables only, where
+# confluent-kafka produces and consumes with the right password and is refused with a wrong
+# one (the image is built once for both). The script prints
 # `SKIP: ...` and exits 0 when no builder is usable or installable; that becomes a pytest
 # skip with its reason. The first run on a machine builds a Debian base with debootstrap
 # (a few minutes); later runs reuse /var/tmp/kafkalite-docker-cache.
@@ -49,4 +52,6 @@ def test_image_builds_and_serves_clients() -> None:
         pytest.skip(skips[-1])
     assert rc == 0, f"docker-smoke.sh exited {rc}:\n{out[-6000:]}"
     assert "[docker-smoke] PASS:" in out, out[-6000:]
+    assert "[docker-smoke] sasl alice: read back" in out, out[-6000:]
+    assert "[docker-smoke] sasl: wrong password refused" in out, out[-6000:]
     print(next(line for line in out.splitlines() if "PASS:" in line))

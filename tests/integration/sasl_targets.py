@@ -43,6 +43,7 @@ class Target:
     kind: str
     bootstrap: str  # the SASL_PLAINTEXT listener
     proc: BrokerProcess
+    plaintext: str | None = None  # a PLAINTEXT listener (User:ANONYMOUS), where there is one
 
     def confluent(self, mechanism: str, **over: object) -> dict:
         conf: dict = {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT",
@@ -62,15 +63,21 @@ class Target:
                 "sasl_plain_username": user, "sasl_plain_password": password or secret}
 
 
-def start_kafkalite() -> Target:
+def start_kafkalite(extra: dict[str, str] | None = None, plaintext: bool = False) -> Target:
+    """`extra` settings over SASL_SETTINGS; `plaintext` adds a PLAINTEXT listener, as Kafka's
+    serve.sh has one."""
     port = free_port()
-    bp = BrokerProcess(port=port, settings={
-        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}", **SASL_SETTINGS})
+    listeners = f"SASL_PLAINTEXT://127.0.0.1:{port}"
+    plain = f"127.0.0.1:{free_port()}" if plaintext else None
+    if plain:
+        listeners += f",PLAINTEXT://{plain}"
+    bp = BrokerProcess(port=port, settings={"listeners": listeners, **SASL_SETTINGS,
+                                            **(extra or {})})
     bp.start()
-    return Target("kafkalite", bp.bootstrap, bp)
+    return Target("kafkalite", bp.bootstrap, bp, plain)
 
 
-def start_kafka() -> Target | str:
+def start_kafka(extra: dict[str, str] | None = None) -> Target | str:
     """A real Kafka with a SASL_PLAINTEXT listener beside serve.sh's PLAINTEXT one (the
     extra properties are appended to server.properties, so they replace its listeners)."""
     reason = unavailable_reason()
@@ -87,9 +94,9 @@ def start_kafka() -> Target | str:
                                 f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "listener.security.protocol.map":
             "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        **SASL_SETTINGS})
+        **SASL_SETTINGS, **(extra or {})})
     kafka.start()
-    return Target("kafka", f"127.0.0.1:{sasl_port}", kafka)
+    return Target("kafka", f"127.0.0.1:{sasl_port}", kafka, f"127.0.0.1:{port}")
 
 
 @pytest.fixture(scope="module", params=["kafkalite", "kafka"])

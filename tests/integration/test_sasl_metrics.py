@@ -22,6 +22,7 @@ def test_authentication_outcomes_are_counted(tmp_path):
     with BrokerProcess(port=port, data_dir=str(tmp_path / "d"), settings={
             "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}", **SASL_SETTINGS,
             "connection.failed.authentication.delay.ms": "10",
+            "connections.max.reauth.ms": "60000",  # re-authentication is offered (KIP-368)
             "kafkalite.metrics.port": str(mport)}) as bp:
         def session(step) -> None:
             c = RawSasl(bp.bootstrap)

@@ -2,7 +2,8 @@
 #
 # The brokers and controller of the broker's cluster view, each broker at its endpoint on
 # the request's listener (one node, its own controller as a combined KRaft node, without
-# ZooKeeper). cluster_authorized_operations is Int.MIN unless
+# ZooKeeper; with zookeeper.connect the live brokers and /controller's broker, -1 while
+# there is none). cluster_authorized_operations is Int.MIN unless
 # requested; when requested, the operations the ACLs allow on the CLUSTER (0 without
 # DESCRIBE on it; without an authorizer every one Kafka supports), as AuthHelper's. endpoint_type
 # (v1+) must be 1 (brokers): 2 (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else

@@ -8,8 +8,12 @@
 # woken by appends to the partitions they read. OFFSET_OUT_OF_RANGE carries the high
 # watermark and log start offset. Sessions (KIP-227) are in fetch_sessions.py; v13+
 # addresses topics by id (UNKNOWN_TOPIC_ID for unknown ids). A topic the principal may not
-# READ answers TOPIC_AUTHORIZATION_FAILED, unread, and the fetch does not wait. Single broker: the preferred
-# read replica is -1, leader epoch is 0.
+# READ answers TOPIC_AUTHORIZATION_FAILED, unread, and the fetch does not wait. The preferred
+# read replica is -1. Leadership and current_leader_epoch come from the cluster view (one
+# node: leader at epoch 0; in a cluster NOT_LEADER_OR_FOLLOWER on a partition this broker
+# does not lead, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for an older / newer epoch, as
+# Kafka's Partition.checkCurrentLeaderEpoch): such a partition is answered unread and the
+# fetch does not wait.
 # Transactions: every answer carries the partition's last stable offset (LSO: the first
 # offset of its oldest open transaction, else the high watermark). isolation_level=1
 # (read_committed) reads only below the LSO and lists `aborted_transactions`, the aborted
@@ -23,6 +27,7 @@ import asyncio
 import struct
 from collections import OrderedDict
 
+from ...cluster.view import NO_EPOCH
 from ...log.read_positions import walk_batches
 from ...wire.errors import ErrorCode, KafkaError
 from ...wire.primitives import EMPTY_TAGS, array_len, bytes_len, string
@@ -40,12 +45,6 @@ _I64 = struct.Struct(">q")
 _TOP7 = struct.Struct(">ihi")
 _ABORTED = struct.Struct(">qq")
 _UNKNOWN = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
-
-
-def check_leader_epoch(requested: int) -> None:
-    if requested > 0:
-        raise KafkaError(ErrorCode.unknown_leader_epoch,
-                         f"leader epoch {requested} is newer than this broker's 0")
 
 
 def encode_response(version: int, error: int, session_id: int, topics: list,
@@ -176,15 +175,13 @@ async def handle(ctx, req):
     epoch = getattr(req, "session_epoch", -1)
     requested: OrderedDict = OrderedDict()
     fenced: dict = {}
+    epochs: dict = {}
     for t in req.topics:
         tkey = t.topic_id if use_ids else t.topic
         for fp in t.partitions:
             requested[(tkey, fp.partition)] = SessionPartition(fp.fetch_offset,
                                                                fp.partition_max_bytes)
-            try:
-                check_leader_epoch(getattr(fp, "current_leader_epoch", -1))
-            except KafkaError as e:
-                fenced[(tkey, fp.partition)] = e.code
+            epochs[(tkey, fp.partition)] = getattr(fp, "current_leader_epoch", NO_EPOCH)
     session = None
     incremental = False
     try:
@@ -217,6 +214,13 @@ async def handle(ctx, req):
     max_bytes = min(getattr(req, "max_bytes", 0x7FFFFFFF),
                     broker.quotas.fetch_max_bytes(ctx.client_id))  # client quotas
     names = _topic_names(broker, use_ids, partitions)
+    view = broker.view
+    for k in partitions:  # leadership and the client's leader epoch, once per partition
+        name = names.get(k[0]) if use_ids else k[0]
+        if name is not None:  # else an unknown topic id: UNKNOWN_TOPIC_ID from the read
+            code = view.leader_error(name, k[1], epochs.get(k, NO_EPOCH))
+            if code:
+                fenced[k] = code
     readable = partitions
     refused = denied(ctx, Operation.READ, ResourceType.TOPIC,
                      (names[t] if use_ids else t for t, _ in partitions
@@ -225,10 +229,11 @@ async def handle(ctx, req):
         for k in partitions:
             if names.get(k[0]) in refused:
                 fenced[k] = ErrorCode.topic_authorization_failed
+    if fenced:  # answered with their error, never read; the fetch does not wait
         readable = OrderedDict((k, sp) for k, sp in partitions.items() if k not in fenced)
     committed = getattr(req, "isolation_level", 0) == 1
     results, total, error = await _read_all(broker, use_ids, readable, max_bytes, committed)
-    error = error or bool(refused)
+    error = error or bool(fenced)
     by_name = None
     while True:
         remaining = deadline - loop.time()
@@ -244,9 +249,9 @@ async def handle(ctx, req):
         results, total, error = await _read_all(broker, use_ids, readable, max_bytes,
                                                 committed, results,
                                                 {by_name[k] for k in woken})
-    for k, code in fenced.items():
-        idx = k[1]
-        results[k] = (idx, code, -1, -1, b"")
+    if fenced:  # in the request's order
+        results = {k: (k[1], fenced[k], -1, -1, b"") if k in fenced else results[k]
+                   for k in partitions}
     # Client quotas: a throttled fetch is answered empty, its bytes unrecorded, its session
     # moved on (Kafka's getThrottledResponse, KIP-219).
     sent = sum(len(r[4]) for r in results.values())
@@ -284,7 +289,7 @@ def _topic_names(broker, use_ids: bool, partitions) -> dict:
     out = {}
     for tid, _idx in partitions:
         if tid not in out:
-            t = broker.logs.by_id.get(tid)
+            t = broker.view.topic_by_id(tid)
             if t is not None:
                 out[tid] = t.name
     return out

@@ -6,7 +6,11 @@
 # time index and a scan of batch headers, the first record whose timestamp is at or after it
 # (only that batch is decoded); none found answers offset -1 and timestamp -1. A batch that
 # does not decode answers CORRUPT_MESSAGE for its partition (Kafka's CorruptRecordException).
-# Leader epoch is always 0; a newer requested epoch gets UNKNOWN_LEADER_EPOCH. v10 (Kafka
+# The answered leader epoch is the records' (0: the log's leader-epoch cache has only epoch 0
+# until replication stamps others). Leadership and current_leader_epoch are the cluster
+# view's: one node leads at epoch 0 (a newer epoch: UNKNOWN_LEADER_EPOCH); in a cluster a
+# partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER, an older epoch
+# FENCED_LEADER_EPOCH. v10 (Kafka
 # 4.0, KIP-1075) adds timeout_ms, the wait for a tiered-storage offset; nothing here waits,
 # so it is read and ignored (Kafka 3.8 serves up to v8). A partition named more than once in
 # one request is INVALID_REQUEST at each mention, as Kafka's duplicatePartitions check.
@@ -19,10 +23,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...cluster.view import NO_EPOCH
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
-from .fetch import check_leader_epoch
 from ..registry import api
 from ...security.acl_check import denied
 from ...security.acls import Operation, ResourceType
@@ -60,6 +64,7 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(2, v)
     logs = ctx.broker.logs
+    view = ctx.broker.view
     committed = getattr(req, "isolation_level", 0) == 1
     named = Counter((t.name, rp.partition_index) for t in req.topics for rp in t.partitions)
     refused = denied(ctx, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
@@ -71,9 +76,10 @@ async def handle(ctx, req):
                 raise KafkaError(ErrorCode.topic_authorization_failed)
             if named[name, rp.partition_index] > 1:
                 raise KafkaError(ErrorCode.invalid_request)
-            if p is None:
-                raise KafkaError(ErrorCode.unknown_topic_or_partition)
-            check_leader_epoch(getattr(rp, "current_leader_epoch", -1))
+            code = view.leader_error(name, rp.partition_index,
+                                     getattr(rp, "current_leader_epoch", NO_EPOCH))
+            if code or p is None:
+                raise KafkaError(code or ErrorCode.unknown_topic_or_partition)
             try:
                 ts, off = await lookup(p, rp.timestamp, committed)
             except (ValueError, IndexError) as e:  # a stored batch that does not decode

@@ -6,8 +6,10 @@
 # requested epoch above 0 is unknown, answered with epoch and offset -1 (UNDEFINED) and no
 # error; -1 gives -1/-1 too; an epoch below -1 (before the first entry) answers that epoch
 # ending at the log start offset. current_leader_epoch, when not -1, is
-# checked as Fetch does: above 0 UNKNOWN_LEADER_EPOCH, below 0 FENCED_LEADER_EPOCH. An
-# unknown partition is UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) changes nothing here.
+# checked as Fetch does against the cluster view's epoch (one node: 0): newer
+# UNKNOWN_LEADER_EPOCH, older (or below -1) FENCED_LEADER_EPOCH; in a cluster a partition this
+# broker does not lead is NOT_LEADER_OR_FOLLOWER. An unknown partition is
+# UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) changes nothing here.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -16,19 +18,18 @@ from ..build import ZERO, make, per_partition, response_module
 from ..registry import api
 from ...security.acl_check import cluster, denied
 from ...security.acls import Operation, ResourceType
-from .fetch import check_leader_epoch
 
 UNDEFINED = -1
 
 
-def end_offset(p, current_epoch: int, epoch: int) -> tuple[int, int]:
+def end_offset(view, name: str, index: int, p, current_epoch: int, epoch: int
+               ) -> tuple[int, int]:
     """(leader epoch, end offset) for one partition."""
-    if p is None:
-        raise KafkaError(ErrorCode.unknown_topic_or_partition)
-    if current_epoch < UNDEFINED:
-        raise KafkaError(ErrorCode.fenced_leader_epoch,
-                         f"leader epoch {current_epoch} is older than this broker's 0")
-    check_leader_epoch(current_epoch)
+    code = view.leader_error(name, index, max(current_epoch, UNDEFINED))
+    if code == ErrorCode.none and current_epoch < UNDEFINED:
+        code = ErrorCode.fenced_leader_epoch  # below any epoch (Partition.checkCurrentLeaderEpoch)
+    if code or p is None:
+        raise KafkaError(code or ErrorCode.unknown_topic_or_partition)
     return p.epochs.end_offset_for(epoch, p.log_end_offset)
 
 
@@ -37,10 +38,12 @@ async def handle(ctx, req):
     v = ctx.api_version
     mod = response_module(23, v)
     logs = ctx.broker.logs
+    view = ctx.broker.view
 
     def answer(name, rp):
         try:
-            epoch, offset = end_offset(logs.partition(name, rp.partition),
+            epoch, offset = end_offset(view, name, rp.partition,
+                                       logs.partition(name, rp.partition),
                                        rp.current_leader_epoch, rp.leader_epoch)
             code = ErrorCode.none
         except KafkaError as e:

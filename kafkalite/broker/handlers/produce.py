@@ -33,6 +33,8 @@
 # for each partition.
 # A topic whose compression.type is not `producer` gets batches in another codec recompressed
 # (wire/recompress.py, as Kafka's LogValidator), then MESSAGE_TOO_LARGE past max.message.bytes.
+# In a cluster (zookeeper.connect) a partition this broker does not lead answers
+# NOT_LEADER_OR_FOLLOWER (the cluster view's leadership; Produce carries no leader epoch).
 # Gaps: timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
@@ -40,6 +42,7 @@ from __future__ import annotations
 import struct
 import time
 
+from ...cluster.view import NO_EPOCH
 from ...log.flusher import wait_durable
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
@@ -205,6 +208,7 @@ async def handle(ctx, req):
             pd.index, ErrorCode.transactional_id_authorization_failed)
             for pd in td.partition_data]) for td in req.topic_data])]
     refused = denied(ctx, Operation.WRITE, ResourceType.TOPIC, (td.name for td in req.topic_data))
+    view = broker.view
     for td in req.topic_data:
         name = td.name
         topic = None if name in refused else logs.get(name)
@@ -216,10 +220,11 @@ async def handle(ctx, req):
                 continue
             p = None if topic is None or not 0 <= idx < len(topic.partitions) \
                 else topic.partitions[idx]
-            if p is None:
-                parts.append(_partition_result(idx, ErrorCode.topic_authorization_failed
-                                               if name in refused else
-                                               ErrorCode.unknown_topic_or_partition))
+            # Produce carries no leader epoch: only leadership is checked (once per partition)
+            code = ErrorCode.topic_authorization_failed if name in refused else \
+                view.leader_error(name, idx, NO_EPOCH)
+            if p is None or code:
+                parts.append(_partition_result(idx, code or ErrorCode.unknown_topic_or_partition))
                 continue
             try:
                 parts.append(append_batch(broker, name, p, idx, pd.records or b"", now,
