@@ -197,3 +197,28 @@ def test_a_killed_controller_is_replaced_and_its_successor_creates_topics(broker
     assert_online(z, "after", 3, live, 2)
     survivor = procs[next(iter(live - {successor}))].bootstrap
     assert create(survivor, "other").error_code == ErrorCode.not_controller
+
+
+def test_confluent_admin_client_finds_the_controller_from_a_non_controller_bootstrap(
+        brokers, zk):
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3)))
+    z = zk()
+    registered(z, {1, 2, 3})
+    cid = settled_controller(z, procs)
+    other = procs[next(i for i in procs if i != cid)]
+    # librdkafka sends admin requests to the controller that Metadata names (the view's)
+    admin = AdminClient({"bootstrap.servers": other.bootstrap})
+    admin.create_topics([NewTopic("ck", 3, 3)], operation_timeout=15,
+                        request_timeout=15)["ck"].result(timeout=30)
+    assert_online(z, "ck", 3, {1, 2, 3}, 3)
+    admin.create_partitions([NewPartitions("ck", 4)], operation_timeout=15,
+                            request_timeout=15)["ck"].result(timeout=30)
+    assert_online(z, "ck", 4, {1, 2, 3}, 3)
+    assert eventually(lambda: len(admin.list_topics(timeout=10).topics["ck"].partitions),
+                      lambda n: n == 4, timeout=WAIT_S) == 4
+    admin.delete_topics(["ck"], operation_timeout=15,
+                        request_timeout=15)["ck"].result(timeout=30)
+    assert assignment(z, "ck") is None
+    assert eventually(lambda: "ck" in admin.list_topics(timeout=10).topics,
+                      lambda present: not present, timeout=WAIT_S) is False
