@@ -109,11 +109,8 @@ class Controller:
 
     async def start(self) -> None:
         self._events = self.zk.subscribe()
-        try:
+        if self._own_live:  # a broker's membership has made the paths and holds the watch
             await self.zk.ensure_persistent_paths()
-        except ZkError as e:  # a broker's start must not fail here: a new session elects
-            log.warning("controller start: %r", e)
-        if self._own_live:
             await self.live_source.start()  # type: ignore[attr-defined]
         self.live_source.add_listener(self._on_live_change)
         self._tasks = [asyncio.create_task(self._pump(self._events)),

@@ -39,9 +39,8 @@ class LocalTopics:
         self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
-        events = self.zk.subscribe()
-        await self._refresh_logged()
-        self._task = asyncio.create_task(self._pump(events))
+        # the first read in the task: a broker's start does no ZooKeeper I/O here
+        self._task = asyncio.create_task(self._pump(self.zk.subscribe()))
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -50,6 +49,7 @@ class LocalTopics:
 
     async def _pump(self, events: asyncio.Queue) -> None:
         try:
+            await self._refresh_logged()
             while True:
                 event = await events.get()
                 if (isinstance(event, SessionEvent) and event.state == "CONNECTED") or (
