@@ -66,6 +66,8 @@ BROKER_PROPS: list[Prop] = [
     Prop("zookeeper.connection.timeout.ms", "int", None, _at_least(1), "Time to wait for "
          "ZooKeeper at start; unset: zookeeper.session.timeout.ms."),
     Prop("broker.rack", "string", None, None, "Rack of the broker (rack-aware placement)."),
+    Prop("kafkalite.controller.enable", "boolean", True, None, "With zookeeper.connect: "
+         "contend for /controller. false only for tests that play the controller."),
     Prop("num.partitions", "int", 1, _at_least(1)),
     Prop("default.replication.factor", "int", 1, _at_least(1)),
     Prop("auto.create.topics.enable", "boolean", True),

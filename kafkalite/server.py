@@ -64,6 +64,8 @@ class KafkaServer:
         self.metrics_port = -1
         self.membership: Any = None  # cluster.membership.Membership with zookeeper.connect
         self.cluster_view: Any = None  # cluster.zk_view.ZkClusterView with zookeeper.connect
+        self.controller: Any = None  # cluster.controller.Controller, on every cluster broker
+        self.local_topics: Any = None  # cluster.local_topics.LocalTopics
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -131,6 +133,8 @@ class KafkaServer:
             from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
             self.cluster_view = await start_view(self.broker, self.membership, self.config)
             self.broker.view = self.cluster_view
+            if self.config["kafkalite.controller.enable"]:
+                await self._start_controller()
         # Bound (the registration names the ports) but refusing connections until here, so
         # that no client is answered before the broker is a cluster member with its view, as
         # Kafka enables request processing only at the end of its start-up.
@@ -144,6 +148,20 @@ class KafkaServer:
             f"{ln.port} (advertised {ln.advertised_host}:"
             f"{ln.advertised_port or ln.port})" for ln in self.listeners),
             self.broker.node_id, self.broker.logs.data_dir, time.monotonic() - t0)
+
+    async def _start_controller(self) -> None:
+        """Every cluster broker runs a controller (it acts while it holds /controller), fed
+        by membership's live set: one watch of /brokers/ids serves both."""
+        from .cluster.controller import Controller
+        from .cluster.local_topics import LocalTopics
+        client = self.membership.client
+        self.controller = Controller(client, self.broker.node_id, live=self.membership,
+                                     clock=self.clock,
+                                     unclean=self.config["unclean.leader.election.enable"])
+        await self.controller.start()
+        self.broker.controller = self.controller  # the admin handlers route through it
+        self.local_topics = LocalTopics(self.broker, client)
+        await self.local_topics.start()
 
     def _tick(self) -> None:
         self._timers["tick"] = self.clock.call_later(self.broker.tick_interval_ms, self._tick)
@@ -216,6 +234,9 @@ class KafkaServer:
             conn.abort(graceful=True)
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
+        for part in (self.local_topics, self.controller):  # before the logs and sessions go
+            if part is not None:
+                await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
         if self.cluster_view is not None:
             await self._within(self.cluster_view.close(), SHUTDOWN_GRACE_MS)

@@ -14,7 +14,7 @@ from ..log.datadir import uuid_b64
 from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
 from .decisions import assign_replicas
-from .zk import BadVersion, NodeExists, NoNode, ZkClient
+from .zk import BadVersion, Delete, NodeExists, NoNode, ZkClient
 
 UPDATE_ATTEMPTS = 5  # bounded retries of a conditional assignment update that lost a race
 
@@ -75,7 +75,30 @@ def validate_assignment(assignment: Mapping[int, Sequence[int]], first_partition
         unknown = sorted(set(replicas) - set(brokers))
         if unknown:
             raise KafkaError(ErrorCode.invalid_replica_assignment,
-                             f"Unknown broker(s) in replica assignment: {unknown}.")
+                             "Unknown broker(s) in replica assignment: "
+                             f"{', '.join(map(str, unknown))}.")
+
+
+async def plan_topic(zk: ZkClient, name: str, partitions: int, replication_factor: int,
+                     assignment: Mapping[int, Sequence[int]] | None = None,
+                     racks: Mapping[int, str | None] | None = None) -> dict[int, list[int]]:
+    """The replicas a new topic would get, after Kafka's checks (AdminZkClient.
+    validateTopicCreate): TOPIC_ALREADY_EXISTS, a name colliding once '.' and '_' are unified
+    (INVALID_TOPIC_EXCEPTION), then the assignment's or the placement's refusals. No write."""
+    topics = await zk.children(zkdata.TOPICS)
+    if name in topics:
+        raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    folded = name.replace(".", "_")
+    colliding = [t for t in topics if t.replace(".", "_") == folded]
+    if colliding:
+        raise KafkaError(ErrorCode.invalid_topic_exception,
+                         f"Topic '{name}' collides with existing topics: "
+                         f"{', '.join(colliding)}")
+    brokers = dict(racks) if racks is not None else await registered_brokers(zk)
+    if assignment is not None:
+        validate_assignment(assignment, 0, brokers)
+        return {p: list(r) for p, r in assignment.items()}
+    return _placement(brokers, partitions, replication_factor)
 
 
 async def create_topic(zk: ZkClient, name: str, partitions: int, replication_factor: int,
@@ -85,14 +108,7 @@ async def create_topic(zk: ZkClient, name: str, partitions: int, replication_fac
     """Write a new topic: its config, then its assignment with a fresh topic id. `racks`
     ({broker id: rack or None}) are the placement candidates, by default the registered
     brokers. Raises TOPIC_ALREADY_EXISTS when /brokers/topics/<name> exists."""
-    if await zk.exists(zkdata.topic_path(name)) is not None:
-        raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    brokers = dict(racks) if racks is not None else await registered_brokers(zk)
-    if assignment is not None:
-        validate_assignment(assignment, 0, brokers)
-        placed = {p: list(r) for p, r in assignment.items()}
-    else:
-        placed = _placement(brokers, partitions, replication_factor)
+    placed = await plan_topic(zk, name, partitions, replication_factor, assignment, racks)
     # The config first, as Kafka: a controller that sees the assignment finds its config
     config_path = zkdata.topic_config_path(name)
     encoded = zkdata.encode_topic_config(dict(configs or {}))
@@ -112,11 +128,12 @@ async def create_topic(zk: ZkClient, name: str, partitions: int, replication_fac
 
 async def create_partitions(zk: ZkClient, name: str, total: int,
                             assignment: Mapping[int, Sequence[int]] | None = None,
-                            racks: Mapping[int, str | None] | None = None
-                            ) -> zkdata.TopicAssignment:
+                            racks: Mapping[int, str | None] | None = None,
+                            validate_only: bool = False) -> zkdata.TopicAssignment:
     """Grow the topic to `total` partitions (Kafka's AdminZkClient.addPartitions): the new
     partitions' replicas continue the round-robin from partition 0's first replica, unless
-    `assignment` names them. A conditional write on the assignment's znode version."""
+    `assignment` names them. A conditional write on the assignment's znode version;
+    validate_only: every check, no write."""
     brokers = dict(racks) if racks is not None else await registered_brokers(zk)
     for _ in range(UPDATE_ATTEMPTS):
         try:
@@ -126,10 +143,13 @@ async def create_partitions(zk: ZkClient, name: str, total: int,
                              f"The topic '{name}' does not exist.") from None
         current = zkdata.TopicAssignment.decode(data)
         existing = len(current.partitions)
-        if total <= existing:
+        if total == existing:  # ZkAdminManager.createPartitions
             raise KafkaError(ErrorCode.invalid_partitions,
-                             f"Topic currently has {existing} partitions, {total} would not "
-                             "be an increase.")
+                             f"Topic already has {existing} partitions.")
+        if total < existing:
+            raise KafkaError(ErrorCode.invalid_partitions,
+                             f"Topic currently has {existing} partitions, which is higher than "
+                             f"the requested {total}.")
         if current.adding or current.removing:
             raise KafkaError(ErrorCode.reassignment_in_progress,
                              f"A partition reassignment is in progress for the topic '{name}'.")
@@ -149,6 +169,8 @@ async def create_partitions(zk: ZkClient, name: str, total: int,
         grown = zkdata.TopicAssignment(
             {**current.partitions, **{p: tuple(r) for p, r in added.items()}},
             current.topic_id, current.adding, current.removing)
+        if validate_only:
+            return grown
         try:
             await zk.set(zkdata.topic_path(name), grown.encode(), st.version)
             return grown
@@ -156,3 +178,35 @@ async def create_partitions(zk: ZkClient, name: str, total: int,
             continue
     raise KafkaError(ErrorCode.invalid_partitions,
                      f"The assignment of '{name}' kept changing: try again")
+
+
+async def mark_for_deletion(zk: ZkClient, name: str) -> None:
+    """Kafka's AdminZkClient.deleteTopic: the child /admin/delete_topics/<name>, which the
+    controller acts on. UNKNOWN_TOPIC_OR_PARTITION when the topic does not exist."""
+    if await zk.exists(zkdata.topic_path(name)) is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition,
+                         "This server does not host this topic-partition.")
+    try:
+        await zk.create(zkdata.delete_topic_path(name), makepath=True)
+    except NodeExists:  # marked already: TopicDeletionManager acts once
+        pass
+
+
+async def delete_topic_znodes(zk: ZkClient, name: str, epoch_zk_version: int) -> None:
+    """The controller's completeDeleteTopic: the topic's assignment with its partition
+    states, its config and the deletion mark, in one multi fenced by the controller epoch
+    (so a deposed controller deletes nothing). Raises ControllerMoved when fenced."""
+    topic = zkdata.topic_path(name)
+    ops: list = []
+    try:
+        for p in await zk.children(f"{topic}/partitions"):
+            base = f"{topic}/partitions/{p}"
+            ops += [Delete(f"{base}/{c}") for c in await zk.children(base)] + [Delete(base)]
+        ops.append(Delete(f"{topic}/partitions"))
+    except NoNode:  # no partition state written yet
+        pass
+    for path in (topic, zkdata.topic_config_path(name), zkdata.delete_topic_path(name)):
+        if await zk.exists(path) is not None:
+            ops.append(Delete(path))
+    if ops:
+        await zk.multi_fenced(ops, epoch_zk_version)

@@ -28,6 +28,7 @@ from typing import Any, Awaitable, Callable, Collection, Sequence, TypeVar
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
+from .admin_zk import delete_topic_znodes
 from .decisions import elect_leader
 from .live_brokers import LiveBrokers, ZkLiveBrokers
 from .zk import (BadVersion, ControllerMoved, Create, NodeExists, NoNode, SessionEvent, SetData,
@@ -108,8 +109,8 @@ class Controller:
 
     async def start(self) -> None:
         self._events = self.zk.subscribe()
-        await self.zk.ensure_persistent_paths()
-        if self._own_live:
+        if self._own_live:  # a broker's membership has made the paths and holds the watch
+            await self.zk.ensure_persistent_paths()
             await self.live_source.start()  # type: ignore[attr-defined]
         self.live_source.add_listener(self._on_live_change)
         self._tasks = [asyncio.create_task(self._pump(self._events)),
@@ -155,6 +156,8 @@ class Controller:
                 self._work.put_nowait(("controller_changed",))
             elif event.path == zkdata.TOPICS:
                 self._work.put_nowait(("topics",))
+            elif event.path == zkdata.DELETE_TOPICS:
+                self._work.put_nowait(("deletions",))
             elif event.path.startswith(zkdata.TOPICS + "/") and event.path.count("/") == 3:
                 self._work.put_nowait(("topic", event.path.rsplit("/", 1)[1]))
 
@@ -194,6 +197,8 @@ class Controller:
             await self._topics_changed()
         elif kind == "topic":
             await self._topic_changed(item[1])
+        elif kind == "deletions":
+            await self.delete_marked_topics()
 
     async def _call(self, fn: Callable[[], Awaitable[Any]], fut: asyncio.Future) -> None:
         if not self.active:
@@ -202,6 +207,10 @@ class Controller:
             return
         try:
             fut.set_result(await fn())
+        except asyncio.CancelledError:  # stop() meanwhile: the caller must not hang
+            if not fut.done():
+                fut.set_exception(KafkaError(ErrorCode.not_controller, "stopped"))
+            raise
         except BaseException as e:
             if not fut.done():
                 fut.set_exception(e)
@@ -241,6 +250,7 @@ class Controller:
         for topic in await self.zk.children(zkdata.TOPICS, watch=True):
             await self._load_topic(topic)
         await self._bring_online(list(self.states) + self._uninitialized())
+        await self.delete_marked_topics()
 
     def _uninitialized(self) -> list[PartitionKey]:
         return [(t, p) for t, a in self.topics.items() for p in sorted(a.partitions)
@@ -308,6 +318,20 @@ class Controller:
         """The assignment changed (CreatePartitions): new partitions get their state."""
         if topic in self.topics and await self._load_topic(topic):
             await self._bring_online([k for k in self._uninitialized() if k[0] == topic])
+
+    async def sync_topic(self, topic: str) -> None:
+        """Take in the topic's assignment now rather than at its watch (an admin call in the
+        controller's turn, whose answer waits for the partitions' states)."""
+        if await self._load_topic(topic):
+            await self._bring_online([k for k in self._uninitialized() if k[0] == topic])
+
+    async def delete_marked_topics(self) -> None:
+        """Delete every topic marked under /admin/delete_topics (re-arming the watch):
+        its znodes go in one fenced multi, the mark with them (admin_zk)."""
+        for topic in await self.zk.children(zkdata.DELETE_TOPICS, watch=True):
+            await delete_topic_znodes(self.zk, topic, self.epoch_zk_version)
+            self._forget_topic(topic)
+            log.info("controller: deleted topic %s", topic)
 
     async def _brokers_changed(self) -> None:
         live = set(self.live_source.live_brokers())

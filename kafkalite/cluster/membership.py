@@ -80,6 +80,7 @@ class Membership:
         self._retry: TimerHandle | None = None
         self._attempt = 0
         self._closed = False
+        self._listeners: list[Callable[[], None]] = []
 
     @classmethod
     def from_config(cls, config: Any, clock: Clock) -> "Membership":
@@ -228,6 +229,20 @@ class Membership:
                      sorted(self.members), sorted(set(found) - set(before)),
                      sorted(set(before) - set(found)),
                      {i: m.epoch for i, m in self.members.items()})
+            for callback in list(self._listeners):
+                callback()
+
+    # --- LiveBrokers (live_brokers.py): the controller shares this watch ---------------
+
+    def live_brokers(self) -> dict[int, zkdata.BrokerRegistration]:
+        return {i: m.registration for i, m in self.members.items()}
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
 
     # --- stop ---------------------------------------------------------------------------
 

@@ -213,6 +213,8 @@ def test_zookeeper_paused_beyond_the_session_timeout_gets_a_new_registration(bro
     try:
         connect = chroot_connect(server.connect)
         (b,) = brokers(1, zk_connect=connect)
+        # the port answers before the start ends (the view and the controller read ZooKeeper)
+        assert eventually(lambda: "kafkalite listening" in b.read_log(), bool, timeout=WAIT_S)
         z = Zk(connect)
         try:
             _, epoch, owner = registered(z, {1})[1]

@@ -34,7 +34,7 @@ CONTROLLER_EPOCH = 1
 def cluster(brokers, zk):
     """Brokers 1, 2, 3, registered, and a kazoo session on their chroot; afterwards no broker
     has logged a traceback."""
-    b = brokers(1, 2, 3)
+    b = brokers(1, 2, 3, **{"kafkalite.controller.enable": "false"})  # the test is controller
     z = zk()
     registered(z, {1, 2, 3})
     yield b, z

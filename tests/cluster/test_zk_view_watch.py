@@ -39,7 +39,8 @@ async def broker_and_zk(connect, tmp_path):
     server = KafkaServer(BrokerConfig({
         "node.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{free_port_pair()}",
         "log.dirs": str(tmp_path / "1"), "zookeeper.connect": connect,
-        "zookeeper.session.timeout.ms": str(SESSION_MS)}))
+        "zookeeper.session.timeout.ms": str(SESSION_MS),
+        "kafkalite.controller.enable": "false"}))  # the test plays the controller
     await server.start()
     z = KazooClient(hosts=connect, timeout=10.0)
     try:

@@ -11,10 +11,13 @@
 # refuses an oversized batch. Keys of existing records keep their partition; clients see the
 # new count at their next metadata refresh. The timeout is ignored: the answer waits for the
 # new partitions and the metadata file, written durably off the event loop.
+# In a ZooKeeper cluster only the controller grows topics (cluster/zk_admin.py), others
+# answer NOT_CONTROLLER; the answer waits, within timeout_ms, for the new partitions' states.
 from __future__ import annotations
 
 from collections import Counter
 
+from ...cluster import zk_admin
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
@@ -52,6 +55,11 @@ async def handle(ctx, req):
     b = ctx.broker
     v = ctx.api_version
     mod = response_module(37, v)
+    controller = zk_admin.controller_of(b)
+    if controller is not None and not controller.active:  # Kafka's ZooKeeper-mode KafkaApis
+        return make(response_class(37, v), throttle_time=ZERO, results=tuple(
+            mod.CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.not_controller,
+                                            error_message=None) for t in req.topics))
     counts = Counter(t.name for t in req.topics)
     # As Kafka 3.8's ControllerApis.createPartitions answers (measured in
     # test_acl_enforcement.py): names listed twice first, INVALID_REQUEST, never authorized;
@@ -68,6 +76,10 @@ async def handle(ctx, req):
         if counts[t.name] > 1 or t.name in refused:
             continue
         try:
+            if controller is not None:  # ZooKeeper's count and brokers, by the controller
+                await zk_admin.create_partitions(b, t, req.validate_only)
+                rows.append((t.name, ErrorCode.none, None))
+                continue
             extra = _additional(b, t)
             if added + extra > MAX_PARTITIONS_PER_REQUEST:
                 raise KafkaError(ErrorCode.policy_violation,
@@ -81,6 +93,12 @@ async def handle(ctx, req):
             rows.append((t.name, ErrorCode.kafka_storage_error, str(e)))
         else:
             rows.append((t.name, ErrorCode.none, None))
+    if controller is not None and not req.validate_only:
+        grown = [n for n, c, _m in rows if c == ErrorCode.none]
+        late = await zk_admin.settle(b, zk_admin.wait_for_states(b, grown),
+                                     zk_admin.timeout_ms(req))
+        rows = [(n, ErrorCode.request_timed_out, None) if n in late else (n, c, m)
+                for n, c, m in rows]
     return make(response_class(37, v), throttle_time=ZERO, results=tuple(
         mod.CreatePartitionsTopicResult(name=n, error_code=c, error_message=m)
         for n, c, m in rows))

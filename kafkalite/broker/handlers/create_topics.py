@@ -17,11 +17,16 @@
 # ignored: the answer waits for the creation, which runs off the event loop (the partition
 # files and the metadata file, fsynced with its directory, on the log manager's metadata
 # worker), so a topic answered NONE is still there after a crash.
+# In a ZooKeeper cluster (zookeeper.connect) only the controller creates (cluster/zk_admin.py):
+# others answer NOT_CONTROLLER; replicas are placed over the registered brokers (Kafka's
+# "Replication factor: N larger than available brokers: M."), and the answer waits, within
+# timeout_ms, until every partition has its state (REQUEST_TIMED_OUT after).
 from __future__ import annotations
 
 import uuid
 from collections import Counter
 
+from ...cluster import zk_admin
 from ...config import TOPIC_PROPS, format_value
 from ...log.manager import validate_topic_name
 from ...wire.codec import response_class
@@ -106,17 +111,18 @@ def _partitions(broker, t) -> int:
     return cfg["num.partitions"] if t.num_partitions == -1 else t.num_partitions
 
 
-def _check(broker, t) -> tuple[int, dict[str, str]]:
-    """(partitions, configs) of a topic that may be created; raises KafkaError otherwise."""
+def _check(broker, t, in_cluster: bool = False) -> tuple[int, dict[str, str]]:
+    """(partitions, configs) of a topic that may be created; raises KafkaError otherwise.
+    In a cluster the topics and the partition count are ZooKeeper's (zk_admin): 0 here."""
     logs = broker.logs
     name = t.name
     if name == METADATA_TOPIC:
         raise KafkaError(ErrorCode.invalid_request,
                          f"Creation of internal topic {METADATA_TOPIC} is prohibited.")
     validate_topic_name(name)
-    if name in logs.topics:
+    if name in logs.topics and not in_cluster:
         raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    for other in logs.topics:
+    for other in () if in_cluster else logs.topics:
         if _fold(other) == _fold(name):
             raise KafkaError(ErrorCode.invalid_topic_exception,
                              f"Topic '{name}' collides with existing topic: {other}")
@@ -126,7 +132,7 @@ def _check(broker, t) -> tuple[int, dict[str, str]]:
         raise KafkaError(ErrorCode.invalid_config,
                          "Null value not supported for topic configs: " + ",".join(nulls))
     checked = logs.check_configs(configs)
-    return _partitions(broker, t), checked
+    return (0 if in_cluster else _partitions(broker, t)), checked
 
 
 def _success(mod, broker, name: str, partitions: int, configs: dict[str, str],
@@ -164,11 +170,37 @@ def _unauthorized(ctx, names: list[str]) -> tuple[set[str], set[str]]:
     return refused, denied(ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
 
 
+async def _create_in_cluster(ctx, req, mod, planned, hidden) -> list:
+    """The rows of the topics created through the controller (zk_admin), each answered
+    once its partitions have their state or timeout_ms has passed (REQUEST_TIMED_OUT)."""
+    b = ctx.broker
+    rows, created = {}, []
+    for t, configs in planned:
+        try:
+            n, rf, topic_id = await zk_admin.create_topic(b, t, configs, req.validate_only)
+        except KafkaError as e:
+            rows[t.name] = _failure(mod, t.name, e.code, e.message)
+        else:
+            rows[t.name] = zk_admin.with_replication_factor(
+                _success(mod, b, t.name, n, configs, topic_id, hidden), rf)
+            created.append(t.name)
+    if not req.validate_only:
+        for name in await zk_admin.settle(b, zk_admin.wait_for_states(b, created),
+                                          zk_admin.timeout_ms(req)):
+            rows[name] = _failure(mod, name, ErrorCode.request_timed_out, None)
+    return list(rows.values())
+
+
 @api(19, "CreateTopics", (2, 7))
 async def handle(ctx, req):
     b = ctx.broker
     v = ctx.api_version
     mod = response_module(19, v)
+    controller = zk_admin.controller_of(b)
+    if controller is not None and not controller.active:  # Kafka's ZooKeeper-mode KafkaApis
+        # (its rows keep the generated class's default message, "", as Kafka 3.8 answers)
+        return make(response_class(19, v), throttle_time=ZERO, topics=tuple(
+            _failure(mod, t.name, ErrorCode.not_controller, "") for t in req.topics))
     counts = Counter(t.name for t in req.topics)
     results = []
     planned = []
@@ -178,10 +210,15 @@ async def handle(ctx, req):
         if counts[t.name] > 1 or t.name in refused:
             continue
         try:
-            planned.append((t.name, *_check(b, t)))
+            planned.append((t.name, *_check(b, t, controller is not None)))
         except KafkaError as e:
             results.append(_failure(mod, t.name, e.code, e.message))
-    if sum(p[1] for p in planned) > MAX_PARTITIONS_PER_REQUEST:
+    if controller is not None:
+        by_name = {t.name: t for t in req.topics}
+        results += await _create_in_cluster(ctx, req, mod, [
+            (by_name[name], configs) for name, _n, configs in planned], hidden)
+        planned = []
+    elif sum(p[1] for p in planned) > MAX_PARTITIONS_PER_REQUEST:
         results += [_failure(mod, name, ErrorCode.policy_violation,
                              "Unable to perform excessively large batch operation.")
                     for name, _n, _c in planned]

@@ -10,11 +10,15 @@
 # With delete.topic.enable=false every topic answers TOPIC_DELETION_DISABLED (INVALID_REQUEST
 # before v3). Successes carry the topic's id (v6) and, for deletions by id, its name.
 # Like KRaft Kafka, internal topics may be deleted too.
+# In a ZooKeeper cluster only the controller deletes (cluster/zk_admin.py), others answer
+# NOT_CONTROLLER: /admin/delete_topics/<t>, answered once the controller removed the
+# topic's znodes (REQUEST_TIMED_OUT after timeout_ms); each broker then drops its local log.
 from __future__ import annotations
 
 import uuid
 from collections import Counter
 
+from ...cluster import zk_admin
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
@@ -106,15 +110,37 @@ def _authorized(ctx, items, targets: list, rows: list) -> tuple[list, list]:
     return [t for t in targets if t.name not in no_delete | no_describe], rows
 
 
+async def _delete_in_cluster(ctx, items, timeout_ms: int) -> list:
+    """Through the controller (zk_admin): /admin/delete_topics/<t>, answered once the
+    controller has deleted the topic's znodes. With an authorizer, DELETE on the cluster or
+    on the topic is needed (TOPIC_AUTHORIZATION_FAILED otherwise)."""
+    b = ctx.broker
+    try:
+        targets, rows = await zk_admin.resolve_deletions(b, items)
+    except KafkaError as e:  # the controller moved, or ZooKeeper failed
+        return [(n, i or ZERO_UUID, e.code, e.message) for n, i in items]
+    if b.authorizer is not None and not cluster(ctx, Operation.DELETE):
+        refused = denied(ctx, Operation.DELETE, ResourceType.TOPIC, [n for n, _ in targets])
+        rows += [(n, i, ErrorCode.topic_authorization_failed, TOPIC_AUTHORIZATION_FAILED)
+                 for n, i in targets if n in refused]
+        targets = [(n, i) for n, i in targets if n not in refused]
+    return rows + await zk_admin.delete_topics(b, targets, timeout_ms)
+
+
 @api(20, "DeleteTopics", (1, 6))
 async def handle(ctx, req):
     b = ctx.broker
     v = ctx.api_version
     mod = response_module(20, v)
     items = _requested(req, v)
-    if not b.config["delete.topic.enable"]:
+    controller = zk_admin.controller_of(b)
+    if controller is not None and not controller.active:  # Kafka's ZooKeeper-mode KafkaApis
+        rows = [(n, i or ZERO_UUID, ErrorCode.not_controller, None) for n, i in items]
+    elif not b.config["delete.topic.enable"]:
         code = ErrorCode.invalid_request if v < 3 else ErrorCode.topic_deletion_disabled
         rows = [(n, i or ZERO_UUID, code, "Topic deletion is disabled.") for n, i in items]
+    elif controller is not None:
+        rows = await _delete_in_cluster(ctx, items, zk_admin.timeout_ms(req))
     else:
         targets, rows = _resolve(b.logs, items)
         if b.authorizer is not None:

@@ -1,0 +1,73 @@
+# A broker's local logs following ZooKeeper's topic deletions (issue 17): a topic whose
+# assignment (/brokers/topics/<t>) disappears (the controller completed a deletion) loses
+# its local log, as Kafka's StopReplica with deletePartitions does. The cluster view
+# (zk_view.py) creates the local logs of the topics assigned here, with their ids; only
+# topics seen in ZooKeeper are ever dropped, so internal topics a broker made itself stay.
+#
+# drop_local_topic is the hook: when the view forgets a topic it may call it and this watch
+# (a second /brokers/topics children watch on the membership's session) can go.
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from . import zkdata
+from .zk import SessionEvent, WatchEvent, ZkClient, ZkError
+
+log = logging.getLogger("kafkalite.cluster")
+
+
+async def drop_local_topic(broker: Any, name: str) -> None:
+    """Delete the local log of `name` (its partition directories), if there is one."""
+    topic = broker.logs.get(name)
+    if topic is None:
+        return
+    await broker.delete_topic(name)
+    broker.fetch_sessions.forget_topic(topic.name)
+    broker.fetch_sessions.forget_topic(topic.topic_id)
+    log.info("Deleted the local log of %s: the topic left ZooKeeper", name)
+
+
+class LocalTopics:
+    """Drops the local log of every topic that leaves /brokers/topics (watched)."""
+
+    def __init__(self, broker: Any, zk: ZkClient):
+        self.broker = broker
+        self.zk = zk
+        self.seen: set[str] = set()
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        # the first read in the task: a broker's start does no ZooKeeper I/O here
+        self._task = asyncio.create_task(self._pump(self.zk.subscribe()))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _pump(self, events: asyncio.Queue) -> None:
+        try:
+            await self._refresh_logged()
+            while True:
+                event = await events.get()
+                if (isinstance(event, SessionEvent) and event.state == "CONNECTED") or (
+                        isinstance(event, WatchEvent) and event.path == zkdata.TOPICS):
+                    await self._refresh_logged()
+        finally:
+            self.zk.unsubscribe(events)
+
+    async def _refresh_logged(self) -> None:
+        try:
+            await self.refresh()
+        except ZkError as e:  # the next CONNECTED reads again
+            log.info("reading %s: %r", zkdata.TOPICS, e)
+        except Exception:  # noqa: BLE001 - the watch must outlive one bad topic
+            log.exception("following %s failed", zkdata.TOPICS)
+
+    async def refresh(self) -> None:
+        names = set(await self.zk.children(zkdata.TOPICS, watch=True))
+        for gone in sorted(self.seen - names):
+            await drop_local_topic(self.broker, gone)
+        self.seen = names
