@@ -5,12 +5,12 @@
 # methods, so one watch serves the whole broker.
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Callable, Mapping, Protocol
 
 from . import zkdata
-from .zk import NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
+from .follow import PathFollower
+from .zk import NoNode, ZkClient
 
 log = logging.getLogger("kafkalite.controller")
 
@@ -26,14 +26,15 @@ class LiveBrokers(Protocol):
     def remove_listener(self, callback: Callable[[], None]) -> None: ...
 
 
-class ZkLiveBrokers:
+class ZkLiveBrokers(PathFollower):
     """LiveBrokers from a children watch on /brokers/ids and the registrations there."""
+    path = zkdata.BROKER_IDS
+    log = log
 
     def __init__(self, zk: ZkClient):
-        self.zk = zk
+        super().__init__(zk)
         self._brokers: dict[int, zkdata.BrokerRegistration] = {}
         self._listeners: list[Callable[[], None]] = []
-        self._task: asyncio.Task | None = None
 
     def live_brokers(self) -> Mapping[int, zkdata.BrokerRegistration]:
         return dict(self._brokers)
@@ -46,29 +47,9 @@ class ZkLiveBrokers:
             self._listeners.remove(callback)
 
     async def start(self) -> None:
-        events = self.zk.subscribe()
         await self.zk.ensure_path(zkdata.BROKER_IDS)
         await self.refresh()
-        self._task = asyncio.create_task(self._pump(events))
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _pump(self, events: asyncio.Queue) -> None:
-        try:
-            while True:
-                event = await events.get()
-                # a new session (after expiry) has lost the watch: read and watch again
-                if (isinstance(event, WatchEvent) and event.path == zkdata.BROKER_IDS) or \
-                        (isinstance(event, SessionEvent) and event.state == "CONNECTED"):
-                    try:
-                        await self.refresh()
-                    except ZkError as e:  # the next CONNECTED reads again
-                        log.info("reading %s: %s", zkdata.BROKER_IDS, e)
-        finally:
-            self.zk.unsubscribe(events)
+        self.follow(first_refresh=False)
 
     async def refresh(self) -> None:
         ids = {int(c) for c in await self.zk.children(zkdata.BROKER_IDS, watch=True)

@@ -8,12 +8,12 @@
 # (a second /brokers/topics children watch on the membership's session) can go.
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from . import zkdata
-from .zk import SessionEvent, WatchEvent, ZkClient, ZkError
+from .follow import PathFollower
+from .zk import ZkClient
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -29,42 +29,19 @@ async def drop_local_topic(broker: Any, name: str) -> None:
     log.info("Deleted the local log of %s: the topic left ZooKeeper", name)
 
 
-class LocalTopics:
+class LocalTopics(PathFollower):
     """Drops the local log of every topic that leaves /brokers/topics (watched)."""
+    path = zkdata.TOPICS
+    log = log
 
     def __init__(self, broker: Any, zk: ZkClient):
+        super().__init__(zk)
         self.broker = broker
-        self.zk = zk
         self.seen: set[str] = set()
-        self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
         # the first read in the task: a broker's start does no ZooKeeper I/O here
-        self._task = asyncio.create_task(self._pump(self.zk.subscribe()))
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _pump(self, events: asyncio.Queue) -> None:
-        try:
-            await self._refresh_logged()
-            while True:
-                event = await events.get()
-                if (isinstance(event, SessionEvent) and event.state == "CONNECTED") or (
-                        isinstance(event, WatchEvent) and event.path == zkdata.TOPICS):
-                    await self._refresh_logged()
-        finally:
-            self.zk.unsubscribe(events)
-
-    async def _refresh_logged(self) -> None:
-        try:
-            await self.refresh()
-        except ZkError as e:  # the next CONNECTED reads again
-            log.info("reading %s: %r", zkdata.TOPICS, e)
-        except Exception:  # noqa: BLE001 - the watch must outlive one bad topic
-            log.exception("following %s failed", zkdata.TOPICS)
+        self.follow(first_refresh=True)
 
     async def refresh(self) -> None:
         names = set(await self.zk.children(zkdata.TOPICS, watch=True))
