@@ -218,8 +218,13 @@ class ZkClusterView:
         logs = self._broker.logs
         local = logs.get(topic.name)
         if local is None:
+            try:  # the topic's configs, as the creating controller wrote them
+                configs = zkdata.decode_topic_config(
+                    (await self.client.get(zkdata.topic_config_path(topic.name)))[0])
+            except NoNode:
+                configs = {}
             local = await logs.adopt_topic_async(topic.name, count, topic.topic_id,
-                                                 topic.internal)
+                                                 topic.internal, configs or None)
         elif local.topic_id != topic.topic_id and topic.topic_id != ZERO_UUID:
             log.error("Local topic %s has id %s, the cluster's has %s: leaving it alone",
                       topic.name, local.topic_id, topic.topic_id)

@@ -196,14 +196,14 @@ class LogManager(TopicLifecycle):
     # --- a cluster's topics ----------------------------------------------------------------
 
     async def adopt_topic_async(self, name: str, partitions: int, topic_id: uuid.UUID,
-                                internal: bool = False) -> Topic:
+                                internal: bool = False, configs: dict | None = None) -> Topic:
         """The local logs of a topic the cluster created (ZooKeeper's assignment names it,
         with its id): `name` as it is, else created as ensure_topic_async does, with the
-        cluster's topic id and the broker's default configs."""
+        cluster's topic id and its configs (/config/topics)."""
         if name not in self.topics and name not in self._creating:
             self._cluster_topic_ids[name] = topic_id  # taken by _new_topic
         try:
-            return await self.ensure_topic_async(name, partitions, internal=internal)
+            return await self.ensure_topic_async(name, partitions, configs, internal=internal)
         finally:
             self._cluster_topic_ids.pop(name, None)
 
