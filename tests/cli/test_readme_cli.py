@@ -50,4 +50,4 @@ def test_readme_cli_examples_run_as_printed(broker_process):
     assert "my-group" in output("kafkalite groups describe")
     assert output("kafkalite health").startswith("ok: ")
     dump = output("kafkalite dump-log")
-    assert "key: k1 payload: hello" in dump and dump.endswith("1 batch, 1 record\n")
+    assert "key: k1 payload: hello" in dump and dump.endswith("1 batch, 1 record, 75 bytes\n")
