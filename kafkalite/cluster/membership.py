@@ -54,6 +54,29 @@ def retry_delay_ms(attempt: int) -> int:
     return min(RETRY_BACKOFF_MS << min(max(attempt - 1, 0), 16), RETRY_BACKOFF_MAX_MS)
 
 
+class RetryTimer:
+    """At most one pending retry, after retry_delay_ms of the failures in a row; reset()
+    after a success (the membership and the cluster view retry their ZooKeeper work so)."""
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+        self.attempt = 0
+        self._handle: TimerHandle | None = None
+
+    def schedule(self, fn: Any, *args: Any) -> None:
+        self.cancel()
+        self.attempt += 1
+        self._handle = self.clock.call_later(retry_delay_ms(self.attempt), fn, *args)
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
 def stored_cluster_id(data_dir: str) -> str | None:
     """cluster.id from the data directory's meta.properties, None when there is none."""
     return read_properties(os.path.join(data_dir, META_PROPERTIES)).get("cluster.id")
@@ -77,8 +100,7 @@ class Membership:
         self._registration: zkdata.BrokerRegistration | None = None
         self._registered_session = 0
         self._task: asyncio.Task | None = None
-        self._retry: TimerHandle | None = None
-        self._attempt = 0
+        self._retry = RetryTimer(clock)
         self._closed = False
         self._listeners: list[Callable[[], None]] = []
 
@@ -197,14 +219,10 @@ class Membership:
             log.exception("Cluster membership update failed: retrying")
             self._schedule_retry()
         else:
-            self._attempt = 0
+            self._retry.reset()
 
     def _schedule_retry(self) -> None:
-        if self._retry is not None:
-            self._retry.cancel()
-        self._attempt += 1
-        self._retry = self.clock.call_later(retry_delay_ms(self._attempt),
-                                            self.client.events.put_nowait, _RETRY)
+        self._retry.schedule(self.client.events.put_nowait, _RETRY)
 
     async def _refresh(self) -> None:
         """Re-read /brokers/ids (re-arming its children watch) and every registration."""
@@ -249,8 +267,7 @@ class Membership:
     async def close(self) -> None:
         """Close the session: the registration goes at once."""
         self._closed = True
-        if self._retry is not None:
-            self._retry.cancel()
+        self._retry.cancel()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from ..security.listeners import Listener
 from ..wire.errors import ErrorCode
 from . import zkdata
-from .membership import ClusterError, retry_delay_ms
+from .membership import ClusterError, RetryTimer
 from .view import NO_EPOCH, NO_NODE, BrokerNode, PartitionState
 from .zk import NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
 
@@ -71,8 +71,7 @@ class ZkClusterView:
         self._by_id: dict[uuid.UUID, ClusterTopic] = {}
         self._states: dict[tuple[str, int], zkdata.PartitionState] = {}
         self._task: asyncio.Task | None = None
-        self._retry: Any = None
-        self._attempt = 0
+        self._retry = RetryTimer(broker.clock)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -83,9 +82,9 @@ class ZkClusterView:
         self._task = asyncio.ensure_future(self._run())
 
     async def close(self) -> None:
-        for pending in (self._retry, self._task):
-            if pending is not None:
-                pending.cancel()
+        self._retry.cancel()
+        if self._task is not None:
+            self._task.cancel()
         await asyncio.gather(*(t for t in (self._task,) if t is not None),
                              return_exceptions=True)
         await self.client.close()
@@ -106,14 +105,10 @@ class ZkClusterView:
                 log.exception("Cluster view update failed: re-reading")
                 self._schedule_resync()
             else:
-                self._attempt = 0
+                self._retry.reset()
 
     def _schedule_resync(self) -> None:
-        if self._retry is not None:
-            self._retry.cancel()
-        self._attempt += 1
-        self._retry = self._broker.clock.call_later(
-            retry_delay_ms(self._attempt), self.client.events.put_nowait, _RESYNC)
+        self._retry.schedule(self.client.events.put_nowait, _RESYNC)
 
     # --- reading ZooKeeper --------------------------------------------------------------
 
