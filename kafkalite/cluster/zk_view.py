@@ -22,7 +22,7 @@ import base64
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..security.listeners import Listener
 from ..wire.errors import ErrorCode
@@ -37,6 +37,12 @@ INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state",
                              "__share_group_state"))
 _RESYNC = SessionEvent("RESYNC")  # what a retry timer queues
 ZERO_UUID = uuid.UUID(int=0)
+
+# Called as listener(topic, partition, old, new) on the event loop whenever a partition's
+# state znode changes (old/new None: not known before / gone with its topic). Replication and
+# the coordinators follow leadership through it, in ZooKeeper's order.
+StateListener = Callable[[str, int, "zkdata.PartitionState | None",
+                          "zkdata.PartitionState | None"], None]
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,18 @@ class ZkClusterView:
         self._states: dict[tuple[str, int], zkdata.PartitionState] = {}
         self._task: asyncio.Task | None = None
         self._retry = RetryTimer(broker.clock)
+        self._listeners: list[StateListener] = []
+
+    def add_listener(self, listener: StateListener) -> None:
+        """Follow every partition state change from now on (see StateListener)."""
+        self._listeners.append(listener)
+
+    def _notify(self, topic: str, partition: int, old: Any, new: Any) -> None:
+        for listener in self._listeners:
+            try:
+                listener(topic, partition, old, new)
+            except Exception:  # one listener's bug must not freeze the view
+                log.exception("Partition state listener failed for %s-%d", topic, partition)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -155,7 +173,9 @@ class ZkClusterView:
         if topic is not None:
             self._by_id.pop(topic.topic_id, None)
             for p in topic.assignment.partitions:
-                self._states.pop((name, p), None)
+                old = self._states.pop((name, p), None)
+                if old is not None:
+                    self._notify(name, p, old, None)
             log.info("Topic %s is gone from ZooKeeper", name)
 
     async def _read_assignment(self, name: str) -> None:
@@ -202,6 +222,8 @@ class ZkClusterView:
             self._states.pop(key, None)
         else:
             self._states[key] = state
+        if old != state:
+            self._notify(topic, partition, old, state)
         if old != state and state is not None:
             log.info("Partition %s-%d: leader %d, leader epoch %d, isr %s", topic, partition,
                      state.leader, state.leader_epoch, list(state.isr))
