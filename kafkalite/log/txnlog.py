@@ -4,7 +4,7 @@
 #
 # The LSO is the first offset of the oldest ongoing transaction, which the producer state
 # keeps (`producer_state.first_unstable`, None when none is open: then the LSO is the high
-# watermark, with no other work), clamped to the log start.
+# watermark, with no other work), never above the high watermark nor below the log start.
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -25,6 +25,7 @@ class TransactionalLog:
     producer_state: object | None
     log_start_offset: int
     log_end_offset: int
+    high_watermark: int
 
     def _headers(self, from_offset: int) -> Iterator[tuple["Segment", int, BatchHeader]]:
         raise NotImplementedError
@@ -33,10 +34,8 @@ class TransactionalLog:
     def last_stable_offset(self) -> int:
         first = getattr(self.producer_state, "first_unstable", None)
         if first is None:
-            return self.log_end_offset
-        return max(min(first, self.log_end_offset), self.log_start_offset)
-
-
+            return self.high_watermark
+        return max(min(first, self.high_watermark), self.log_start_offset)
 
     def may_have_aborted(self, fetch_offset: int) -> bool:
         """Whether a segment from the one holding `fetch_offset` on has a .txnindex (a
