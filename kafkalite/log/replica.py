@@ -121,6 +121,10 @@ class ReplicaLog:
 
     _replicated = False
     _hw = 0
+    # How many truncations, and the lowest offset one cut to, since the log was opened:
+    # the log cleaner aborts a cleaning under way and lowers its checkpoint (cleaner.py).
+    truncations = 0
+    lowest_truncation = 2**63 - 1
     # Called as on_truncate(partition, offset) after truncate_to() and
     # truncate_fully_and_start_at(): the broker rebuilds the partition's producer state
     # (ProducerStates.load, which drops the snapshots past the new end and replays the tail).
@@ -208,7 +212,7 @@ class ReplicaLog:
         except OSError as e:
             raise storage_error(e, label) from e
         finally:
-            self._after_truncation()
+            self._after_truncation(offset)
         self.epochs.truncate_from_end(offset)
         if self.on_truncate is not None:
             self.on_truncate(self, offset)
@@ -230,7 +234,7 @@ class ReplicaLog:
         except OSError as e:
             raise storage_error(e, label) from e
         finally:
-            self._after_truncation()
+            self._after_truncation(offset)
         self._log_start_offset = offset
         self.epochs.clear()
         self._hw = offset
@@ -243,7 +247,9 @@ class ReplicaLog:
             names += seg.detach()
         self.durability.unlink(names)
 
-    def _after_truncation(self) -> None:
+    def _after_truncation(self, offset: int) -> None:
+        self.truncations += 1
+        self.lowest_truncation = min(self.lowest_truncation, offset)
         self._read_positions = ReadPositions()
         self._dir_synced = False
         self.unflushed_messages = 0

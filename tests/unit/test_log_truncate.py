@@ -1,7 +1,8 @@
 # Truncation of a partition's log (Kafka's truncateTo / truncateFullyAndStartAt): a log
 # cut at offset X must be exactly the log that only ever received the batches below X
 # (segment, index, time index and .txnindex files, leader epochs, reads, timestamp
-# lookups), also after a reopen and after a crash that left the flusher's work undone.
+# lookups), also after a reopen and after a crash that left the flusher's work undone; the
+# log cleaner neither swaps in a cleaning of what was truncated nor trusts its checkpoint.
 from __future__ import annotations
 
 import os
@@ -10,15 +11,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from kafkalite.clock import FakeClock
 from kafkalite.coordinator.producers import PartitionProducers
 from kafkalite.log import leader_epoch
+from kafkalite.log.cleaner import CleanerSettings, LogCleaner
 from kafkalite.log.errors import OffsetOutOfRange
 from kafkalite.log.partition import LogConfig, PartitionLog
 from kafkalite.log.retention import START_CHECKPOINT
 from kafkalite.wire.batch_builder import build_batch as build_txn_batch, build_marker
 from kafkalite.wire.records import TRANSACTIONAL_BIT, parse_header
 
-from tests.helpers.kbatch import simple_batch
+from tests.helpers.kbatch import build_batch, simple_batch
 
 T0 = 1_700_000_000_000
 CFG = dict(segment_bytes=700, index_interval_bytes=150)
@@ -235,4 +238,47 @@ def test_truncate_below_the_log_start_restarts_the_log_there(tmp_path):
     start = p.log_start_offset
     p.truncate_to(start - 1)
     assert (p.log_start_offset, p.log_end_offset) == (start - 1, start - 1)
+    p.close()
+
+
+def compacted(path) -> PartitionLog:
+    return PartitionLog(str(path), "t", 0, LogConfig(segment_bytes=600, cleanup_policy="compact",
+                                                     min_cleanable_ratio=0.01))
+
+
+def put_rounds(p: PartitionLog, rounds: range) -> None:
+    for rnd in rounds:
+        for k in range(10):
+            batch = build_batch([(b"k%d" % k, b"v%d-%d" % (k, rnd), [], T0)])
+            p.append(batch, parse_header(batch), T0)
+
+
+def test_truncation_makes_the_cleaner_clean_again_from_there(tmp_path):
+    p = compacted(tmp_path / "t-0")
+    put_rounds(p, range(3))
+    c = LogCleaner(str(tmp_path), lambda: [p], CleanerSettings(),
+                   FakeClock(wall_start_ms=T0 + 1000))
+    plan = c.clean_once(T0 + 1000)
+    cleaned_to = c.checkpoints[("t", 0)]
+    assert plan is not None and cleaned_to > 12
+    p.truncate_to(12)
+    put_rounds(p, range(3, 8))  # other values at the removed offsets, and more
+    assert p.active.base_offset > cleaned_to
+    assert c.plan(p, T0 + 1000).first_dirty == 12
+    p.close()
+
+
+def test_a_cleaning_the_log_was_truncated_under_is_abandoned(tmp_path):
+    p = compacted(tmp_path / "t-0")
+    put_rounds(p, range(4))
+    c = LogCleaner(str(tmp_path), lambda: [p], CleanerSettings(),
+                   FakeClock(wall_start_ms=T0 + 1000))
+    plan = c.grab(T0 + 1000)
+    assert plan is not None
+    p.truncate_to(p.segments[2].base_offset)
+    before = observed(p)
+    c._clean(plan, T0 + 1000, c._apply)
+    assert observed(p) == before
+    assert c.uncleanable() == [] and ("t", 0) not in c.checkpoints
+    assert not [n for n in os.listdir(tmp_path / "t-0") if ".swap" in n or ".cleaned" in n]
     p.close()
