@@ -24,10 +24,9 @@ import os
 from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
-from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
-                            with_log_append_time)
+from ..wire.records import BatchHeader, offset_prefix, with_log_append_time
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from . import partition_lookup
 from .flusher import PartitionFlusher, open_dir
@@ -329,21 +328,6 @@ class PartitionLog(LogDeletion, TransactionalLog, ReplicaLog):
     async def max_timestamp_offset_async(self) -> tuple[int, int] | None:
         return await partition_lookup.without_waiting(partition_lookup.max_timestamp_offset,
                                                       self)
-
-    def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
-        """Headers of every batch ending at or after `from_offset` (state rebuilds)."""
-        for _seg, _pos, h in self._headers(from_offset):
-            yield h
-
-    def _headers(self, from_offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
-        i = max(bisect_right(self._bases, from_offset) - 1, 0)
-        for seg in self.segments[i:]:
-            found = seg.find(from_offset)
-            pos = found[0] if found else seg.size
-            while pos + HEADER_SIZE <= seg.size:
-                h = parse_header(seg.read(pos, HEADER_SIZE))
-                yield seg, pos, h
-                pos += h.size
 
     # --- durability -----------------------------------------------------------------------
 

@@ -241,11 +241,6 @@ def test_truncate_below_the_log_start_restarts_the_log_there(tmp_path):
     p.close()
 
 
-def compacted(path) -> PartitionLog:
-    return PartitionLog(str(path), "t", 0, LogConfig(segment_bytes=600, cleanup_policy="compact",
-                                                     min_cleanable_ratio=0.01))
-
-
 def put_rounds(p: PartitionLog, rounds: range) -> None:
     for rnd in rounds:
         for k in range(10):
@@ -253,11 +248,17 @@ def put_rounds(p: PartitionLog, rounds: range) -> None:
             p.append(batch, parse_header(batch), T0)
 
 
+def compacted(tmp_path, rounds: int) -> tuple[PartitionLog, LogCleaner]:
+    """A compacted log of `rounds` values of 10 keys, and a cleaner of it."""
+    p = PartitionLog(str(tmp_path / "t-0"), "t", 0, LogConfig(
+        segment_bytes=600, cleanup_policy="compact", min_cleanable_ratio=0.01))
+    put_rounds(p, range(rounds))
+    return p, LogCleaner(str(tmp_path), lambda: [p], CleanerSettings(),
+                         FakeClock(wall_start_ms=T0 + 1000))
+
+
 def test_truncation_makes_the_cleaner_clean_again_from_there(tmp_path):
-    p = compacted(tmp_path / "t-0")
-    put_rounds(p, range(3))
-    c = LogCleaner(str(tmp_path), lambda: [p], CleanerSettings(),
-                   FakeClock(wall_start_ms=T0 + 1000))
+    p, c = compacted(tmp_path, 3)
     plan = c.clean_once(T0 + 1000)
     cleaned_to = c.checkpoints[("t", 0)]
     assert plan is not None and cleaned_to > 12
@@ -269,10 +270,7 @@ def test_truncation_makes_the_cleaner_clean_again_from_there(tmp_path):
 
 
 def test_a_cleaning_the_log_was_truncated_under_is_abandoned(tmp_path):
-    p = compacted(tmp_path / "t-0")
-    put_rounds(p, range(4))
-    c = LogCleaner(str(tmp_path), lambda: [p], CleanerSettings(),
-                   FakeClock(wall_start_ms=T0 + 1000))
+    p, c = compacted(tmp_path, 4)
     plan = c.grab(T0 + 1000)
     assert plan is not None
     p.truncate_to(p.segments[2].base_offset)
