@@ -125,9 +125,10 @@ class ReplicaLog:
     # the log cleaner aborts a cleaning under way and lowers its checkpoint (cleaner.py).
     truncations = 0
     lowest_truncation = 2**63 - 1
-    # Called as on_truncate(partition, offset) after truncate_to() and
+    # Called as on_truncate(partition, new log end offset) after truncate_to() and
     # truncate_fully_and_start_at(): the broker rebuilds the partition's producer state
-    # (ProducerStates.load, which drops the snapshots past the new end and replays the tail).
+    # with ProducerStates.load(partition) (it drops the snapshots past the new end, loads
+    # the newest one left and replays the batches after it, .txnindex entries included).
     on_truncate: Callable[[Any, int], None] | None = None
 
     # --- high watermark -------------------------------------------------------------------
@@ -190,8 +191,9 @@ class ReplicaLog:
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at and after `offset` (nothing when it is not below the log
-        end); below the log start, everything (truncate_fully_and_start_at). Raises
-        StorageError."""
+        end); an offset inside a batch removes that whole batch, as Kafka's segments do;
+        below the log start, everything (truncate_fully_and_start_at). Then on_truncate
+        gets the new log end. Raises StorageError."""
         if offset >= self.log_end_offset:
             return
         if offset < self.log_start_offset:
@@ -212,10 +214,11 @@ class ReplicaLog:
         except OSError as e:
             raise storage_error(e, label) from e
         finally:
-            self._after_truncation(offset)
-        self.epochs.truncate_from_end(offset)
+            self._after_truncation(self.log_end_offset)
+        end = self.log_end_offset  # below `offset` when it was inside a batch
+        self.epochs.truncate_from_end(end)
         if self.on_truncate is not None:
-            self.on_truncate(self, offset)
+            self.on_truncate(self, end)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Remove every segment and start an empty log at `offset` (its log start, with no

@@ -140,13 +140,21 @@ def test_truncate_to_the_log_start_empties_the_log(tmp_path):
     p.close()
 
 
-def test_truncate_inside_a_batch_removes_the_whole_batch(tmp_path):
-    """Offsets 3-5 are one batch: truncating at 5 leaves the log ending at 3 (the
-    replication protocol truncates at batch boundaries: epoch ends, high watermarks)."""
-    p = build(tmp_path)
-    p.truncate_to(5)
-    assert p.log_end_offset == 3
+@pytest.mark.parametrize("inside", [15, 16])
+def test_truncate_inside_a_batch_removes_the_whole_batch(tmp_path, inside):
+    """Offsets 14-16 are one batch, the first of epoch 3: truncating inside it is
+    truncating at 14, as Kafka's segments do (the replication protocol truncates at batch
+    boundaries: epoch ends, high watermarks)."""
+    p = build(tmp_path / "p")
+    seen = []
+    p.on_truncate = lambda log, end: seen.append(end)
+    p.truncate_to(inside)
+    assert seen == [14]
+    ref = build(tmp_path / "ref", upto=14)
+    assert observed(p) == observed(ref)
+    assert p.epochs.entries == [(2, 0)]
     p.close()
+    ref.close()
 
 
 def test_truncate_at_or_past_the_end_changes_nothing(tmp_path):
@@ -263,9 +271,11 @@ def test_truncation_makes_the_cleaner_clean_again_from_there(tmp_path):
     cleaned_to = c.checkpoints[("t", 0)]
     assert plan is not None and cleaned_to > 12
     p.truncate_to(12)
+    end = p.log_end_offset  # 12, or the base of the cleaned batch holding it
+    assert end <= 12
     put_rounds(p, range(3, 8))  # other values at the removed offsets, and more
     assert p.active.base_offset > cleaned_to
-    assert c.plan(p, T0 + 1000).first_dirty == 12
+    assert c.plan(p, T0 + 1000).first_dirty == end
     p.close()
 
 
