@@ -103,13 +103,15 @@ def leader_log(path, **cfg) -> PartitionLog:
     return p
 
 
-def replicate(leader: PartitionLog, follower: PartitionLog, state, fetch_bytes: int) -> int:
-    """Copy the leader's log as a follower's fetches do (reads of `fetch_bytes`, their cut
-    last batch dropped); returns how many fetches it took."""
+def replicate(leader: PartitionLog, follower: PartitionLog, state, fetch_bytes: int,
+              upto: int | None = None) -> int:
+    """Copy the leader's log (up to `upto`) as a follower's fetches do (reads of
+    `fetch_bytes`, their cut last batch dropped); returns how many fetches it took."""
+    end = leader.log_end_offset if upto is None else upto
     for n in range(1, 1000):
-        if follower.log_end_offset >= leader.log_end_offset:
+        if follower.log_end_offset >= end:
             return n
-        data = leader.read(follower.log_end_offset, fetch_bytes)
+        data = leader.read(follower.log_end_offset, fetch_bytes, max_offset=end)
         follow_producer_state(follower, state, follower.append_replica(data))
     raise AssertionError("replication did not finish")
 
@@ -276,3 +278,58 @@ def test_checkpoint_file_is_byte_identical_to_kafkas(tmp_path):
     p.update_high_watermark(5)
     m.close()
     assert (tmp_path / "ours" / hw_checkpoint.NAME).read_bytes() == theirs
+
+
+def test_a_diverged_follower_truncates_to_the_epoch_end_and_follows_the_new_leader(tmp_path):
+    """The follower took batches of epoch 1 the new leader (epoch 2) never had: it cuts
+    its log where the leader's epoch 1 ends (OffsetForLeaderEpoch) and appends the new
+    leader's batches, ending with the leader's exact files."""
+    old = open_log(tmp_path / "old", segment_bytes=400)
+    for _ in range(6):
+        lead(old, simple_batch(2, ts=T0, size=30), 1)
+    follower = open_log(tmp_path / "follower", segment_bytes=400)
+    replicate(old, follower, PartitionProducers(), 1 << 20)
+    new = open_log(tmp_path / "new", segment_bytes=400)
+    replicate(old, new, PartitionProducers(), 1 << 20, upto=6)  # 3 batches of epoch 1
+    for _ in range(5):
+        lead(new, simple_batch(3, ts=T0 + 5, size=20), 2)
+    epoch, end = new.epochs.end_offset_for(follower.epochs.latest_epoch, new.log_end_offset)
+    assert (epoch, end) == (1, 6)
+    follower.truncate_to(end)
+    assert follower.epochs.entries == [(1, 0)]
+    replicate(new, follower, PartitionProducers(), fetch_bytes=1 << 20)
+    assert follower.epochs.entries == new.epochs.entries == [(1, 0), (2, 6)]
+    for p in (old, new, follower):
+        p.close()
+    assert files(tmp_path / "follower") == files(tmp_path / "new")
+
+
+def test_an_open_transaction_replicated_holds_the_follower_lso(tmp_path):
+    leader = leader_log(tmp_path / "leader")
+    follower = open_log(tmp_path / "follower", segment_bytes=700, index_interval_bytes=150)
+    state = PartitionProducers()
+    follower.producer_state = state
+    follower.replicated = True
+    # up to the committed transaction's data batch (20), without its marker (21)
+    replicate(leader, follower, state, 1 << 20, upto=21)
+    assert state.first_unstable == 20
+    follower.update_high_watermark(21)
+    assert follower.last_stable_offset == 20
+    assert follower.collect_aborted(0, 21) == leader.collect_aborted(0, 21) != []
+    leader.close()
+    follower.close()
+
+
+def test_a_malformed_checkpoint_is_ignored(tmp_path):
+    m = manager(tmp_path)
+    p = m.create_topic("hw", 1).partitions[0]
+    lead(p, simple_batch(4, ts=T0))
+    m.close()
+    (tmp_path / hw_checkpoint.NAME).write_bytes(b"0\n2\nhw 0 3\n")  # 2 announced, 1 there
+    m = manager(tmp_path)
+    try:
+        p = m.get("hw").partitions[0]
+        p.replicated = True
+        assert p.high_watermark == 0
+    finally:
+        m.close()

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kafkalite.clock import FakeClock
+from kafkalite.coordinator.producer_state import CHECK_INTERVAL, EXPIRATION, ProducerStates
 from kafkalite.coordinator.producers import PartitionProducers
 from kafkalite.log import leader_epoch
 from kafkalite.log.cleaner import CleanerSettings, LogCleaner
@@ -289,4 +290,28 @@ def test_a_cleaning_the_log_was_truncated_under_is_abandoned(tmp_path):
     assert observed(p) == before
     assert c.uncleanable() == [] and ("t", 0) not in c.checkpoints
     assert not [n for n in os.listdir(tmp_path / "t-0") if ".swap" in n or ".cleaned" in n]
+    p.close()
+
+
+def test_on_truncate_rebuilds_the_producer_state_as_documented(tmp_path):
+    """What the broker's hook does (ProducerStates.load): cut between the aborted
+    transaction's data (9) and its marker (10), the transaction is open again, the LSO is
+    back at its first offset, and the snapshot past the new end is gone."""
+    states = ProducerStates({EXPIRATION: 86_400_000, CHECK_INTERVAL: 600_000},
+                            FakeClock(wall_start_ms=T0))
+    p = build(tmp_path)
+    states.load(p)
+    states._snapshot_in_background(p)  # a snapshot at the log end, as at a roll
+    states.writer.drain()
+    assert any(n.endswith(".snapshot") and int(n.split(".")[0]) > 10
+               for n in os.listdir(tmp_path))
+    assert p.last_stable_offset == p.log_end_offset
+    p.on_truncate = lambda log, end: states.load(log)
+    p.truncate_to(10)
+    assert p.producer_state.first_unstable == 9
+    assert p.last_stable_offset == 9
+    assert p.collect_aborted(0, 10) == []
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".snapshot")
+                and int(n.split(".")[0]) > 10]
+    states.writer.close()
     p.close()
