@@ -68,8 +68,9 @@ def replica_batches(data: bytes | bytearray | memoryview, log_end_offset: int
 
 
 def follow_producer_state(p: Any, state: Any, headers: list[BatchHeader]) -> None:
-    """Producer and transaction state after append_replica(): what the broker calls with
-    the returned headers and the partition's PartitionProducers. As the replay at load
+    """Producer and transaction state after replicated batches (`state`: a
+    PartitionProducers), which append_replica() applies itself, batch by batch, to the
+    partition's attached `producer_state`. As the replay at load
     (coordinator/producer_state.py), without sequence checks (the leader made them): a data
     batch updates its producer and, transactional, opens its transaction; a marker ends it
     and an ABORT gets its `.txnindex` entry, as a leader's marker append does
@@ -113,6 +114,7 @@ class ReplicaLog:
     durability: PartitionFlusher
     epochs: "LeaderEpochCache"
     unflushed_messages: int
+    producer_state: Any
     log_start_offset: int
     log_end_offset: int
     active: Segment
@@ -167,9 +169,11 @@ class ReplicaLog:
     def append_replica(self, data: bytes | bytearray | memoryview) -> list[BatchHeader]:
         """Append whole batches exactly as the leader's Fetch returned them (offsets,
         leader epochs, timestamps kept); the first must start at the log end offset. A
-        trailing partial batch is ignored. Returns the headers appended (for
-        follow_producer_state). Raises UnexpectedAppendOffset, CorruptRecord (nothing is
-        appended then), StorageError."""
+        trailing partial batch is ignored. The attached `producer_state` (the broker's
+        ProducerStates.attach/load; none attached: nothing) follows each batch before the
+        next one may roll the log, so each roll's producer snapshot holds what precedes
+        it. Returns the headers appended. Raises UnexpectedAppendOffset, CorruptRecord
+        (nothing is appended then), StorageError."""
         view = memoryview(data)
         batches = replica_batches(view, self.log_end_offset)
         now = wall_now_ms()
@@ -181,6 +185,8 @@ class ReplicaLog:
             if h.partition_leader_epoch >= 0 \
                     and h.partition_leader_epoch != self.epochs.latest_epoch:
                 self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+            if self.producer_state is not None and h.producer_id >= 0:
+                follow_producer_state(self, self.producer_state, [h])
             records += h.records_count
         self.unflushed_messages += records
         if self.unflushed_messages >= self.config.flush_messages:

@@ -9,13 +9,14 @@ import struct
 
 import pytest
 
+from kafkalite.clock import FakeClock
 from kafkalite.config import BrokerConfig
+from kafkalite.coordinator.producer_state import CHECK_INTERVAL, EXPIRATION, ProducerStates
 from kafkalite.coordinator.producers import PartitionProducers
 from kafkalite.log import hw_checkpoint, leader_epoch
 from kafkalite.log.errors import CorruptRecord, UnexpectedAppendOffset
 from kafkalite.log.manager import LogManager
 from kafkalite.log.partition import LogConfig, PartitionLog
-from kafkalite.log.replica import follow_producer_state
 from kafkalite.wire.batch_builder import build_batch as build_txn_batch, build_marker
 from kafkalite.wire.records import TRANSACTIONAL_BIT, parse_header, validate_produce_batch
 
@@ -106,13 +107,15 @@ def leader_log(path, **cfg) -> PartitionLog:
 def replicate(leader: PartitionLog, follower: PartitionLog, state, fetch_bytes: int,
               upto: int | None = None) -> int:
     """Copy the leader's log (up to `upto`) as a follower's fetches do (reads of
-    `fetch_bytes`, their cut last batch dropped); returns how many fetches it took."""
+    `fetch_bytes`, their cut last batch dropped), `state` attached to the follower;
+    returns how many fetches it took."""
+    follower.producer_state = state
     end = leader.log_end_offset if upto is None else upto
     for n in range(1, 1000):
         if follower.log_end_offset >= end:
             return n
-        data = leader.read(follower.log_end_offset, fetch_bytes, max_offset=end)
-        follow_producer_state(follower, state, follower.append_replica(data))
+        follower.append_replica(leader.read(follower.log_end_offset, fetch_bytes,
+                                            max_offset=end))
     raise AssertionError("replication did not finish")
 
 
@@ -321,3 +324,33 @@ def test_an_open_transaction_replicated_holds_the_follower_lso(tmp_path):
     assert follower.collect_aborted(0, 21) == leader.collect_aborted(0, 21) != []
     leader.close()
     follower.close()
+
+
+def test_each_roll_inside_one_replicated_fetch_snapshots_the_state_before_it(tmp_path):
+    """One fetch of 4 batches, a transaction opened by the second, the follower rolling
+    before each: its producer snapshots at the rolls hold the open transaction, so a
+    restart (snapshot + replay of the tail) finds it open, as the leader has it."""
+    leader = open_log(tmp_path / "leader")
+    lead(leader, simple_batch(3, ts=T0))
+    lead(leader, build_txn_batch([(b"k", b"t")], T0, producer_id=77, producer_epoch=1,
+                                 attributes=TRANSACTIONAL_BIT))
+    lead(leader, simple_batch(3, ts=T0))
+    lead(leader, simple_batch(3, ts=T0))
+    states = ProducerStates({EXPIRATION: 86_400_000, CHECK_INTERVAL: 600_000},
+                            FakeClock(wall_start_ms=T0))
+    follower = open_log(tmp_path / "follower", segment_bytes=100)
+    states.attach(follower)
+    assert len(follower.append_replica(leader.read(0, 1 << 20))) == 4
+    assert len(follower.segments) == 4
+    states.writer.close()
+    assert follower.producer_state.first_unstable == 3
+    follower.close()
+    again = open_log(tmp_path / "follower", segment_bytes=100)
+    states = ProducerStates({EXPIRATION: 86_400_000, CHECK_INTERVAL: 600_000},
+                            FakeClock(wall_start_ms=T0))
+    states.load(again)
+    assert again.producer_state.first_unstable == 3
+    assert again.last_stable_offset == 3
+    states.writer.close()
+    leader.close()
+    again.close()
