@@ -193,9 +193,12 @@ class LogManager(TopicLifecycle):
                         p.flush()
                     finally:
                         p.close()
-            written = self.checkpoint_high_watermarks()
-            if written is not None:
-                written.result()
+            try:
+                written = self.checkpoint_high_watermarks()
+                if written is not None:
+                    written.result()
+            except OSError as e:  # the next start begins from an older, lower one: safe
+                log.error("High watermark checkpoint not written at shutdown: %s", e)
             # Only the broker holding the lock may say that the directory was left clean.
             if clean and self._lock is not None and self._lock.held:
                 atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), b"")
