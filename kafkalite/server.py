@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import resource
@@ -104,6 +105,10 @@ class KafkaServer:
             from .cluster.membership import join_cluster
             self.membership = await join_cluster(self.config, self.clock)
         self.broker.open()
+        if self.membership is not None:  # producer ids from the cluster's blocks
+            from .cluster.producer_ids import claim_block
+            self.broker.pids.use_blocks(functools.partial(
+                claim_block, self.membership.client, self.broker.node_id))
         host = self.listeners[0].host
         loop = asyncio.get_running_loop()
         metrics_port = self.config["kafkalite.metrics.port"]
