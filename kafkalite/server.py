@@ -67,6 +67,7 @@ class KafkaServer:
         self.cluster_view: Any = None  # cluster.zk_view.ZkClusterView with zookeeper.connect
         self.controller: Any = None  # cluster.controller.Controller, on every cluster broker
         self.local_topics: Any = None  # cluster.local_topics.LocalTopics
+        self.config_changes: Any = None  # cluster.config_changes.ConfigChanges
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -138,6 +139,10 @@ class KafkaServer:
             from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
             self.cluster_view = await start_view(self.broker, self.membership, self.config)
             self.broker.view = self.cluster_view
+            from .cluster.config_changes import ConfigChanges  # topic configs from ZooKeeper
+            self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
+            self.broker.config_changes = self.config_changes
+            await self.config_changes.start()
             if self.config["kafkalite.controller.enable"]:
                 await self._start_controller()
         # Bound (the registration names the ports) but refusing connections until here, so
@@ -239,7 +244,8 @@ class KafkaServer:
             conn.abort(graceful=True)
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
-        for part in (self.local_topics, self.controller):  # before the logs and sessions go
+        # before the logs and sessions go
+        for part in (self.local_topics, self.controller, self.config_changes):
             if part is not None:
                 await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)

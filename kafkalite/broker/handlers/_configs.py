@@ -310,23 +310,62 @@ async def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
                               validate_only: bool) -> None:
     """Validate a topic's complete new override set, then store it unless validate_only.
     As Kafka's controller, a bad config is reported before a missing topic. A metadata
-    write that fails is KAFKA_STORAGE_ERROR for this resource (the change is not kept)."""
+    write that fails is KAFKA_STORAGE_ERROR for this resource (the change is not kept).
+    In a cluster, as Kafka's ZooKeeper mode (ZkAdminManager, AdminZkClient.changeTopicConfig),
+    the topic must exist in ZooKeeper (checked first), and the set goes to /config/topics/<t>
+    with a notification under /config/changes; every broker applies it from there (this one
+    at once too, so that its next answer shows it)."""
     check_topic_resource(name)
+    changes = cluster_configs(broker)
+    if changes is not None:
+        from ...cluster.config_changes import check_topic_exists
+        await _in_zk(check_topic_exists(changes.zk, name))
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
         raise KafkaError(ErrorCode.invalid_config,
                          "Null value not supported for topic configs: " + ",".join(nulls))
     checked = check_topic_configs(configs)
-    if broker.logs.get(name) is None:
+    if changes is None and broker.logs.get(name) is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition,
                          f"The topic '{name}' does not exist.")
     if validate_only:
+        return
+    if changes is not None:
+        from ...cluster.config_changes import change_topic_config
+        await _in_zk(change_topic_config(changes.zk, name, checked))
+        await changes.apply_topic(name)
         return
     try:
         await broker.logs.set_topic_configs(name, checked)
     except OSError as e:
         err = storage_error(e, f"Cannot write the metadata of topic {name}")
         raise KafkaError(log_error_code(err), str(err)) from None
+
+
+def cluster_configs(broker) -> Any:
+    """The broker's cluster.config_changes.ConfigChanges in ZooKeeper mode, else None."""
+    return getattr(broker, "config_changes", None)
+
+
+async def _in_zk(aw: Awaitable[Any]) -> Any:
+    """A ZooKeeper step of a request: its failure is that resource's
+    UNKNOWN_SERVER_ERROR."""
+    from ...cluster.zk import ZkError
+    try:
+        return await aw
+    except ZkError as e:
+        raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
+
+
+async def topic_overrides(broker, name: str) -> dict[str, str]:
+    """A topic's current overrides: ZooKeeper's in a cluster (any broker may be asked,
+    replica of the topic or not), else the local log's."""
+    changes = cluster_configs(broker)
+    if changes is not None:
+        from ...cluster.config_changes import read_topic_config
+        return await _in_zk(read_topic_config(changes.zk, name))
+    topic = broker.logs.get(name)
+    return dict(topic.configs) if topic is not None else {}
 
 
 async def alter_response(ctx, req, alter_one: Callable[..., Awaitable[None]]) -> Any:

@@ -32,7 +32,8 @@ from ...security.acl_check import config_refusal
 from ...security.acls import Operation
 from ._configs import (BROKER, BROKER_LOGGER, GROUP, LOG_LEVELS, ROOT_LOGGER, TOPIC,
                        alter_response, apply_topic_configs, broker_level,
-                       check_alter_resource, group_store, loggers, node_id_of)
+                       check_alter_resource, group_store, loggers, node_id_of,
+                       topic_overrides)
 
 log = logging.getLogger("kafkalite.broker")
 
@@ -136,8 +137,7 @@ async def _alter(broker, r, duplicated: bool, validate_only: bool,
     if refusal is not None:  # after the request's own checks, as Kafka's broker preprocess
         raise KafkaError(*refusal)
     if r.resource_type == TOPIC:
-        topic = broker.logs.get(r.resource_name)
-        current = dict(topic.configs) if topic is not None else {}
+        current = await topic_overrides(broker, r.resource_name)
         await apply_topic_configs(broker, r.resource_name,
                                   _apply_ops(current, r.configs), validate_only)
     elif r.resource_type == BROKER:
