@@ -6,8 +6,11 @@
 # /config/changes, and for each notification newer than the last it handled, reads the
 # entity's config znode and applies it to its local log, through the same LogManager call
 # the single-node AlterConfigs uses (set_topic_configs), so the partitions' live LogConfig
-# changes at once. At its start a broker also reads the configs of every local topic (changes
-# made while it was down may have expired). Notifications older than 15 minutes (on the
+# changes at once. Dynamic broker configs the same way: /config/brokers/<default> (the
+# cluster's defaults, applied by every broker) and /config/brokers/<id> (that broker's own),
+# applied through broker/dynamic_configs.py as a local AlterConfigs on a BROKER resource is.
+# At its start a broker also reads the configs of every local topic and its broker configs
+# (changes made while it was down may have expired). Notifications older than 15 minutes (on the
 # broker's injected clock, against the znode's creation time) are deleted when notifications
 # are processed, by any broker, as Kafka purges them.
 from __future__ import annotations
@@ -23,7 +26,7 @@ from .zk import NodeExists, NoNode, ZkClient
 log = logging.getLogger("kafkalite.cluster")
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # ZkNodeChangeNotificationListener's changeExpirationMs
-TOPIC_ENTITY = "topics/"
+TOPICS, BROKERS = "topics", "brokers"  # the entity types followed
 
 
 def change_sequence(name: str) -> int:
@@ -34,12 +37,18 @@ def change_sequence(name: str) -> int:
     return int(digits) if digits.isdigit() else -1
 
 
+async def read_entity_config(zk: ZkClient, entity_type: str, name: str) -> dict[str, str] | None:
+    """/config/<type>/<name> (None when there is no such znode)."""
+    try:
+        return zkdata.decode_topic_config(
+            (await zk.get(zkdata.entity_config_path(entity_type, name)))[0])
+    except NoNode:
+        return None
+
+
 async def read_topic_config(zk: ZkClient, topic: str) -> dict[str, str]:
     """The topic's overrides in ZooKeeper ({} when it has no config znode)."""
-    try:
-        return zkdata.decode_topic_config((await zk.get(zkdata.topic_config_path(topic)))[0])
-    except NoNode:
-        return {}
+    return await read_entity_config(zk, TOPICS, topic) or {}
 
 
 async def check_topic_exists(zk: ZkClient, topic: str) -> None:
@@ -50,9 +59,12 @@ async def check_topic_exists(zk: ZkClient, topic: str) -> None:
                          f"Topic {topic} does not exist.")
 
 
-async def change_topic_config(zk: ZkClient, topic: str, configs: Mapping[str, str]) -> None:
-    """Write the topic's complete override set, then announce it."""
-    path, data = zkdata.topic_config_path(topic), zkdata.encode_topic_config(configs)
+async def change_entity_config(zk: ZkClient, entity_type: str, name: str,
+                               configs: Mapping[str, str]) -> None:
+    """Write the entity's complete config set, then announce it (AdminZkClient's
+    changeEntityConfig)."""
+    path = zkdata.entity_config_path(entity_type, name)
+    data = zkdata.encode_topic_config(configs)
     try:
         await zk.set(path, data)
     except NoNode:
@@ -61,12 +73,17 @@ async def change_topic_config(zk: ZkClient, topic: str, configs: Mapping[str, st
         except NodeExists:  # created meanwhile by another writer: ours is the later write
             await zk.set(path, data)
     await zk.create(f"{zkdata.CONFIG_CHANGES}/{zkdata.CONFIG_CHANGE_PREFIX}",
-                    zkdata.encode_config_change(TOPIC_ENTITY + topic), sequence=True,
+                    zkdata.encode_config_change(f"{entity_type}/{name}"), sequence=True,
                     makepath=True)
 
 
+async def change_topic_config(zk: ZkClient, topic: str, configs: Mapping[str, str]) -> None:
+    await change_entity_config(zk, TOPICS, topic, configs)
+
+
 class ConfigChanges(PathFollower):
-    """Applies every announced topic config change to this broker's local logs."""
+    """Applies every announced topic config change to this broker's local logs, and the
+    dynamic broker configs of this broker and of the cluster's defaults to its config."""
     path = zkdata.CONFIG_CHANGES
     log = log
 
@@ -97,6 +114,8 @@ class ConfigChanges(PathFollower):
         for name in list(self.broker.logs.topics):
             if view is None or view.topic(name) is not None:  # in the cluster, not ours only
                 await self.apply_topic(name)
+        for entity in (zkdata.DEFAULT_ENTITY, str(self.broker.node_id)):
+            await self.apply_brokers(entity)
 
     async def _process(self, name: str) -> None:
         try:
@@ -108,8 +127,11 @@ class ConfigChanges(PathFollower):
         except (ValueError, KeyError):
             log.warning("Ignoring config change notification %s: %r", name, data[:200])
             return
-        if entity.startswith(TOPIC_ENTITY):
-            await self.apply_topic(entity[len(TOPIC_ENTITY):])
+        entity_type, _, entity_name = entity.partition("/")
+        if entity_type == TOPICS:
+            await self.apply_topic(entity_name)
+        elif entity_type == BROKERS:
+            await self.apply_brokers(entity_name)
 
     async def apply_topic(self, topic: str) -> None:
         """Bring the local log's overrides to what ZooKeeper holds (no local log: nothing)."""
@@ -125,6 +147,27 @@ class ConfigChanges(PathFollower):
             log.error("Cannot apply the configs of %s from ZooKeeper: %s", topic, e)
             return
         log.info("Applied the configs of %s from ZooKeeper: %s", topic, configs)
+
+    async def apply_brokers(self, entity: str) -> None:
+        """The dynamic configs of the cluster's defaults ("<default>") or of this broker,
+        as ZooKeeper holds them, through the same steps as a local AlterConfigs (validated,
+        persisted, applied); another broker's own configs are its business."""
+        from ..broker import dynamic_configs
+        from ..config import BROKER_LEVEL, DEFAULT_LEVEL
+        if entity == zkdata.DEFAULT_ENTITY:
+            level = DEFAULT_LEVEL
+        elif entity == str(self.broker.node_id):
+            level = BROKER_LEVEL
+        else:
+            return
+        configs = await read_entity_config(self.zk, BROKERS, entity)
+        if configs is None or configs == self.broker.config.dynamic[level]:
+            return
+        try:
+            dynamic_configs.alter(self.broker, level, configs, False)
+        except KafkaError as e:
+            log.error("Cannot apply the dynamic broker configs %s from ZooKeeper: %s",
+                      entity, e.message)
 
     async def _purge(self, names: Any) -> None:
         expired_before = self.clock.wall_ms() - CHANGE_EXPIRATION_MS

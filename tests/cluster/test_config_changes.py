@@ -2,7 +2,8 @@
 # mode propagates them: AlterConfigs / IncrementalAlterConfigs on any broker write the topic's
 # override set to /config/topics/<t> and announce it with /config/changes/config_change_<seq>;
 # every broker follows the notifications and applies the configs to its local log, so
-# DescribeConfigs on every broker shows them. A 2-broker Apache Kafka 3.8.0 in ZooKeeper mode
+# DescribeConfigs on every broker shows them. Dynamic broker configs go the same way through
+# /config/brokers/<default> and /config/brokers/<id>. A 2-broker Apache Kafka 3.8.0 in ZooKeeper mode
 # and a 2-broker kafkalite cluster run the same steps: same znodes, same answers. Old
 # notifications are purged after 15 minutes on the broker's (here fake) clock.
 from __future__ import annotations
@@ -27,11 +28,20 @@ from tests.helpers import zookeeper as zkh
 from tests.helpers.real_kafka import eventually
 
 TOPIC_CONFIG_SOURCE = 1  # DescribeConfigs' TOPIC_CONFIG
+DYNAMIC_DEFAULT_SOURCE = 3  # DYNAMIC_DEFAULT_BROKER_CONFIG
 
 
 def described(bootstrap: str, topic: str, key: str) -> tuple | None:
     """(value, source) of one topic config on that broker (None: not answered)."""
     code, _, entries = kc.describe(bootstrap, kc.TOPIC, topic, [key])
+    if code != 0 or key not in entries:
+        return None
+    return entries[key][0], entries[key][2]
+
+
+def broker_described(bootstrap: str, node: int, key: str) -> tuple | None:
+    """(value, source) of one config of BROKER resource `node`, asked from that broker."""
+    code, _, entries = kc.describe(bootstrap, kc.BROKER, str(node), [key])
     if code != 0 or key not in entries:
         return None
     return entries[key][0], entries[key][2]
@@ -74,6 +84,14 @@ def test_a_change_on_one_broker_reaches_every_broker(brokers, zk):
         assert described(p.bootstrap, "cfg", "cleanup.policy") == ("compact",
                                                                    TOPIC_CONFIG_SOURCE)
 
+    # the cluster's dynamic broker defaults, set on one broker, reach every broker
+    assert kc.alter(procs[2].bootstrap, kc.BROKER, "", {"log.retention.ms": "7200000"}) == \
+        (0, None)
+    for n, p in procs.items():
+        assert eventually(lambda: broker_described(p.bootstrap, n, "log.retention.ms"),
+                          lambda d: d == ("7200000", DYNAMIC_DEFAULT_SOURCE),
+                          timeout=WAIT_S) == ("7200000", DYNAMIC_DEFAULT_SOURCE)
+
     # a restarted broker reads what changed while it was down
     procs[2].stop()
     assert kc.alter(procs[1].bootstrap, kc.TOPIC, "cfg", {"retention.ms": "99"}) == (0, None)
@@ -115,6 +133,22 @@ def scenario(connect: str, bootstraps: dict[int, str]) -> list:
         out.append(len(notifications(z)))
         out.append(kc.alter(first, kc.TOPIC, "missing", {"retention.ms": "x"})[0])
         out.append(kc.alter(first, kc.TOPIC, "t", {"retention.ms": "x"})[0])
+        # dynamic broker configs: the cluster's defaults reach every broker
+        out.append(kc.alter(first, kc.BROKER, "", {"log.retention.ms": "7200000"}))
+        out.append(z.client.get(zkdata.entity_config_path("brokers", "<default>"))[0])
+        out.append(notifications(z)[-1])
+        out.append(eventually(lambda: broker_described(other, ids[1], "log.retention.ms"),
+                              lambda d: d is not None and d[0] == "7200000", timeout=WAIT_S))
+        out.append(eventually(lambda: described(other, "t", "retention.ms"),
+                              lambda d: d is not None and d[0] == "7200000", timeout=WAIT_S))
+        out.append(kc.alter_incremental(other, kc.BROKER, str(ids[1]), [
+            ("message.max.bytes", kc.SET, "2000000")]))
+        out.append(z.client.get(zkdata.entity_config_path("brokers", str(ids[1])))[0])
+        out.append(notifications(z)[-1])
+        # Kafka applies its own change when its notification comes back: wait for it
+        out.append(eventually(lambda: broker_described(other, ids[1], "message.max.bytes"),
+                              lambda d: d is not None and d[0] == "2000000", timeout=WAIT_S))
+        out.append(kc.alter(first, kc.BROKER, str(ids[1]), {"message.max.bytes": "1"})[0])
         return out
     finally:
         z.close()

@@ -31,6 +31,7 @@ from ...log.manager import validate_topic_name
 from ...topic_config import check_topic_configs
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
+from .. import dynamic_configs
 from ..build import ZERO, make, response_module
 from ._storage import log_error_code
 
@@ -355,6 +356,39 @@ async def _in_zk(aw: Awaitable[Any]) -> Any:
         return await aw
     except ZkError as e:
         raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
+
+
+async def broker_dynamic(broker, level: str) -> dict[str, str]:
+    """A dynamic config level's current set: ZooKeeper's in a cluster (where other brokers
+    change the defaults too), else this broker's."""
+    changes = cluster_configs(broker)
+    if changes is not None:
+        from ...cluster.config_changes import BROKERS, read_entity_config
+        stored = await _in_zk(read_entity_config(changes.zk, BROKERS,
+                                                 _broker_entity(broker, level)))
+        if stored is not None:
+            return stored
+    return dict(broker.config.dynamic[level])
+
+
+def _broker_entity(broker, level: str) -> str:
+    from ...cluster.zkdata import DEFAULT_ENTITY
+    return DEFAULT_ENTITY if level == DEFAULT_LEVEL else str(broker.node_id)
+
+
+async def alter_broker_configs(broker, level: str, new: dict[str, str],
+                               validate_only: bool) -> None:
+    """Make `new` the level's complete dynamic set (broker/dynamic_configs.py). In a
+    cluster, as Kafka's ZooKeeper mode (AdminZkClient.changeBrokerConfig), it is also written
+    to /config/brokers/<default> or /config/brokers/<id> and announced, once validated and
+    before it is applied here; every broker applies the defaults from there."""
+    changes = cluster_configs(broker)
+    if changes is not None and not validate_only:
+        from ...cluster.config_changes import BROKERS, change_entity_config
+        dynamic_configs.validate(broker.config, level, new)
+        await _in_zk(change_entity_config(changes.zk, BROKERS, _broker_entity(broker, level),
+                                          new))
+    dynamic_configs.alter(broker, level, new, validate_only)
 
 
 async def topic_overrides(broker, name: str) -> dict[str, str]:
