@@ -16,12 +16,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Awaitable, Mapping
 
 from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
 from .follow import PathFollower
-from .zk import NodeExists, NoNode, ZkClient
+from .zk import NodeExists, NoNode, ZkClient, ZkError
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -81,6 +81,13 @@ async def change_topic_config(zk: ZkClient, topic: str, configs: Mapping[str, st
     await change_entity_config(zk, TOPICS, topic, configs)
 
 
+async def _answered(aw: Awaitable[Any]) -> Any:
+    try:
+        return await aw
+    except ZkError as e:
+        raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
+
+
 class ConfigChanges(PathFollower):
     """Applies every announced topic config change to this broker's local logs, and the
     dynamic broker configs of this broker and of the cluster's defaults to its config."""
@@ -96,6 +103,33 @@ class ConfigChanges(PathFollower):
 
     async def start(self) -> None:
         self.follow(first_refresh=True)
+
+    # --- the alter APIs' ZooKeeper steps (a ZooKeeper failure: UNKNOWN_SERVER_ERROR) -------
+
+    async def check_topic(self, topic: str) -> None:
+        await _answered(check_topic_exists(self.zk, topic))
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        return await _answered(read_topic_config(self.zk, topic))
+
+    async def write_topic(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Write and announce; applied here at once too, so this broker's next answer
+        shows it (the notification, back here, then finds nothing to do)."""
+        await _answered(change_topic_config(self.zk, topic, configs))
+        await self.apply_topic(topic)
+
+    async def broker_configs(self, level: str) -> dict[str, str] | None:
+        return await _answered(read_entity_config(self.zk, BROKERS, self._entity(level)))
+
+    async def write_brokers(self, level: str, configs: Mapping[str, str]) -> None:
+        """Write and announce a dynamic broker config level (the caller applies it)."""
+        await _answered(change_entity_config(self.zk, BROKERS, self._entity(level), configs))
+
+    def _entity(self, level: str) -> str:
+        from ..config import DEFAULT_LEVEL
+        return zkdata.DEFAULT_ENTITY if level == DEFAULT_LEVEL else str(self.broker.node_id)
+
+    # --- following /config/changes ---------------------------------------------------
 
     async def refresh(self) -> None:
         names = await self.zk.children(zkdata.CONFIG_CHANGES, watch=True)

@@ -312,15 +312,13 @@ async def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
     """Validate a topic's complete new override set, then store it unless validate_only.
     As Kafka's controller, a bad config is reported before a missing topic. A metadata
     write that fails is KAFKA_STORAGE_ERROR for this resource (the change is not kept).
-    In a cluster, as Kafka's ZooKeeper mode (ZkAdminManager, AdminZkClient.changeTopicConfig),
-    the topic must exist in ZooKeeper (checked first), and the set goes to /config/topics/<t>
-    with a notification under /config/changes; every broker applies it from there (this one
-    at once too, so that its next answer shows it)."""
+    In a cluster, as Kafka's ZooKeeper mode (AdminZkClient.changeTopicConfig), the topic
+    must exist in ZooKeeper (checked first), and the set is written there for every broker
+    (cluster/config_changes.py)."""
     check_topic_resource(name)
     changes = cluster_configs(broker)
     if changes is not None:
-        from ...cluster.config_changes import check_topic_exists
-        await _in_zk(check_topic_exists(changes.zk, name))
+        await changes.check_topic(name)
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
         raise KafkaError(ErrorCode.invalid_config,
@@ -332,10 +330,7 @@ async def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
     if validate_only:
         return
     if changes is not None:
-        from ...cluster.config_changes import change_topic_config
-        await _in_zk(change_topic_config(changes.zk, name, checked))
-        await changes.apply_topic(name)
-        return
+        return await changes.write_topic(name, checked)
     try:
         await broker.logs.set_topic_configs(name, checked)
     except OSError as e:
@@ -348,58 +343,32 @@ def cluster_configs(broker) -> Any:
     return getattr(broker, "config_changes", None)
 
 
-async def _in_zk(aw: Awaitable[Any]) -> Any:
-    """A ZooKeeper step of a request: its failure is that resource's
-    UNKNOWN_SERVER_ERROR."""
-    from ...cluster.zk import ZkError
-    try:
-        return await aw
-    except ZkError as e:
-        raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
+async def topic_overrides(broker, name: str) -> dict[str, str]:
+    """A topic's current overrides: ZooKeeper's in a cluster, else the local log's."""
+    changes = cluster_configs(broker)
+    if changes is not None:
+        return await changes.topic_overrides(name)
+    topic = broker.logs.get(name)
+    return dict(topic.configs) if topic is not None else {}
 
 
 async def broker_dynamic(broker, level: str) -> dict[str, str]:
-    """A dynamic config level's current set: ZooKeeper's in a cluster (where other brokers
-    change the defaults too), else this broker's."""
+    """A dynamic config level's current set: ZooKeeper's in a cluster (other brokers change
+    the defaults too), else this broker's."""
     changes = cluster_configs(broker)
-    if changes is not None:
-        from ...cluster.config_changes import BROKERS, read_entity_config
-        stored = await _in_zk(read_entity_config(changes.zk, BROKERS,
-                                                 _broker_entity(broker, level)))
-        if stored is not None:
-            return stored
-    return dict(broker.config.dynamic[level])
-
-
-def _broker_entity(broker, level: str) -> str:
-    from ...cluster.zkdata import DEFAULT_ENTITY
-    return DEFAULT_ENTITY if level == DEFAULT_LEVEL else str(broker.node_id)
+    stored = await changes.broker_configs(level) if changes is not None else None
+    return stored if stored is not None else dict(broker.config.dynamic[level])
 
 
 async def alter_broker_configs(broker, level: str, new: dict[str, str],
                                validate_only: bool) -> None:
-    """Make `new` the level's complete dynamic set (broker/dynamic_configs.py). In a
-    cluster, as Kafka's ZooKeeper mode (AdminZkClient.changeBrokerConfig), it is also written
-    to /config/brokers/<default> or /config/brokers/<id> and announced, once validated and
-    before it is applied here; every broker applies the defaults from there."""
+    """Make `new` the level's complete dynamic set (broker/dynamic_configs.py); in a
+    cluster, once validated, it is first written to ZooKeeper for every broker."""
     changes = cluster_configs(broker)
     if changes is not None and not validate_only:
-        from ...cluster.config_changes import BROKERS, change_entity_config
         dynamic_configs.validate(broker.config, level, new)
-        await _in_zk(change_entity_config(changes.zk, BROKERS, _broker_entity(broker, level),
-                                          new))
+        await changes.write_brokers(level, new)
     dynamic_configs.alter(broker, level, new, validate_only)
-
-
-async def topic_overrides(broker, name: str) -> dict[str, str]:
-    """A topic's current overrides: ZooKeeper's in a cluster (any broker may be asked,
-    replica of the topic or not), else the local log's."""
-    changes = cluster_configs(broker)
-    if changes is not None:
-        from ...cluster.config_changes import read_topic_config
-        return await _in_zk(read_topic_config(changes.zk, name))
-    topic = broker.logs.get(name)
-    return dict(topic.configs) if topic is not None else {}
 
 
 async def alter_response(ctx, req, alter_one: Callable[..., Awaitable[None]]) -> Any:
