@@ -7,12 +7,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import threading
-import uuid
 
-import pytest
 from kafka.protocol.producer import InitProducerIdRequest
 
 from kafkalite.cluster import zkdata
@@ -20,7 +16,8 @@ from kafkalite.cluster.producer_ids import BLOCK_SIZE, claim_block
 from kafkalite.cluster.zk import ZkClient
 from tests.cluster.test_membership import (WAIT_S, Zk, brokers, connect, registered,  # noqa: F401
                                            zk)
-from tests.helpers import real_kafka, zookeeper as zkh
+from tests.cluster.test_kafka_znodes import kafka_on_zookeeper  # noqa: F401
+from tests.helpers import zookeeper as zkh
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.kbatch import decode_response, recv_frame, request_bytes
 from tests.helpers.real_kafka import eventually
@@ -108,43 +105,17 @@ def test_three_brokers_hand_out_distinct_ids_from_contiguous_blocks(brokers, zk)
     assert latest.broker in procs
 
 
-def _kafka_block(zookeeper: str, broker_id: int) -> tuple[bytes, int]:
-    """The znode Kafka 3.8 (ZooKeeper mode, a chroot of its own) writes once one idempotent
-    producer has started: (content, znode version)."""
-    chroot = f"/kafka-ref-{uuid.uuid4().hex}"
-    kafka = zkh.ZkModeKafka(zookeeper + chroot, broker_id=broker_id)
+def test_the_znode_is_what_kafka_writes(kafka_on_zookeeper, brokers, zk):
+    _, kafka_connect = kafka_on_zookeeper  # Kafka 3.8, broker 0, after an idempotent producer
+    theirs = Zk(kafka_connect)
     try:
-        kafka.start()
-        env = {**os.environ, "LOG_DIR": os.path.join(kafka.data_dir, "applogs"),
-               "KAFKA_HEAP_OPTS": "-Xmx128M"}
-        tool = os.path.join(os.path.dirname(kafka.serve), "bin", "kafka-topics.sh")
-        r = subprocess.run([tool, "--bootstrap-server", kafka.bootstrap, "--create", "--topic",
-                            "pids", "--partitions", "1", "--replication-factor", "1"],
-                           capture_output=True, text=True, env=env, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        from kafka import KafkaProducer
-        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, enable_idempotence=True,
-                                 acks="all")
-        producer.send("pids", b"v").get(60)
-        producer.close(10)
-        z = Zk(zookeeper + chroot)
-        try:
-            data, st = z.client.get(zkdata.PRODUCER_ID_BLOCK)
-            return data, st.version
-        finally:
-            z.close()
+        kafka_data, kafka_st = theirs.client.get(zkdata.PRODUCER_ID_BLOCK)
     finally:
-        kafka.cleanup()
-
-
-def test_the_znode_is_what_kafka_writes(zookeeper, brokers, zk):
-    if (reason := real_kafka.unavailable_reason()) is not None:
-        pytest.skip(reason)
-    kafka_data, kafka_version = _kafka_block(zookeeper, broker_id=2)
-    (proc,) = brokers(2)
+        theirs.close()
+    (proc,) = brokers(0)
     z = zk()
-    registered(z, {2})
+    registered(z, {0})
     init_producer_ids(proc.bootstrap, 1)
     data, st = z.client.get(zkdata.PRODUCER_ID_BLOCK)
-    assert data == kafka_data  # {"version":1,"broker":2,"block_start":"0","block_end":"999"}
-    assert st.version == kafka_version
+    assert data == kafka_data  # {"version":1,"broker":0,"block_start":"0","block_end":"999"}
+    assert st.version == kafka_st.version
