@@ -108,8 +108,10 @@ class KafkaServer:
         self.broker.open()
         if self.membership is not None:  # producer ids from the cluster's blocks
             from .cluster.producer_ids import claim_block
-            self.broker.pids.use_blocks(functools.partial(
-                claim_block, self.membership.client, self.broker.node_id))
+            zk = self.membership.client
+            self.broker.pids.use_blocks(
+                functools.partial(claim_block, zk, self.broker.node_id),
+                lambda: zk.connected)
         host = self.listeners[0].host
         loop = asyncio.get_running_loop()
         metrics_port = self.config["kafkalite.metrics.port"]
