@@ -14,6 +14,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from .broker.registry import HANDLERS
 from .broker.stats import LATENCY_BUCKETS
+from .cluster.cluster_metrics import cluster_metrics
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST.encode()
 
@@ -55,8 +56,7 @@ class BrokerCollector:
                                 value=st.connections)
         yield CounterMetricFamily("kafkalite_connections_accepted",
                                   "Client connections accepted", value=st.connections_total)
-        yield GaugeMetricFamily("kafkalite_under_replicated_partitions",
-                                "Always 0: a single broker has no followers", value=0)
+        yield from cluster_metrics(b)
         size = GaugeMetricFamily("kafkalite_log_size_bytes", "Bytes on disk per partition",
                                  labels=["topic", "partition"])
         end = GaugeMetricFamily("kafkalite_log_end_offset", "Log end offset per partition",
