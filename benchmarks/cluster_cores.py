@@ -20,24 +20,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import threading
 import time
 import uuid
 from typing import Iterator
 
 from . import workloads
-from .broker_proc import cpu_seconds
+from .broker_proc import cpu_seconds, machine_busy_seconds
 
 PARTITIONS = 6
 SESSION_MS = "6000"
 
 
-def _produce_child(q, *args) -> None:
+def _produce_child(*args) -> dict:
     try:
         r = workloads.produce(*args)
         r["t_end"] = time.perf_counter()
-        q.put(r)
-    except Exception as e:  # reported, not raised: the parent must not wait forever
-        q.put({"error": repr(e)})
+        return r
+    except Exception as e:  # reported, not raised: one failed producer is a figure too
+        return {"error": repr(e)}
 
 
 def produce_parallel(bootstrap: str, topic: str, size: int, count: int, processes: int,
@@ -46,33 +47,25 @@ def produce_parallel(bootstrap: str, topic: str, size: int, count: int, processe
     rate is all acknowledged records over the span from the first start to the last end
     (the producers connect and learn the leaders before their own clock starts)."""
     import multiprocessing as mp
-    ctx = mp.get_context("spawn")  # no fork of a process that runs librdkafka threads
-    q = ctx.Queue()
+    from concurrent.futures import ProcessPoolExecutor
     shares = [count // processes + (k < count % processes) for k in range(processes)]
-    procs = [ctx.Process(target=_produce_child, daemon=True,
-                         args=(q, bootstrap, topic, size, "1", n, timeout, linger_ms,
-                               batch_size)) for n in shares]
-    for p in procs:
-        p.start()
-    results = []
-    try:
-        for _ in procs:
-            results.append(q.get(timeout=timeout + 60))
-    finally:
-        for p in procs:
-            p.join(5)
-            if p.is_alive():
-                p.kill()
+    # spawn: no fork of a process that runs librdkafka threads
+    with ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_produce_child, bootstrap, topic, size, "1", n, timeout,
+                               linger_ms, batch_size) for n in shares]
+        results = [f.result(timeout=timeout + 60) for f in futures]
     ok = [r for r in results if "error" not in r]
     errors = [r["error"] for r in results if "error" in r] + [e for r in ok for e in r["errors"]]
     acked = sum(r["acked"] for r in ok)
     # each child's clock starts after its connect (t_end - seconds): the span is the
     # producing itself, first start to last end (CLOCK_MONOTONIC, shared by processes)
-    span = (max(r["t_end"] for r in ok) - min(r["t_end"] - r["seconds"] for r in ok)
-            if ok else 0.0)
+    end = max((r["t_end"] for r in ok), default=time.perf_counter())
+    start = min((r["t_end"] - r["seconds"] for r in ok), default=end)
+    span = end - start
     return {"size": size, "processes": processes, "requested": count, "acked": acked,
             "seconds": round(span, 3), **workloads._rate(acked, size, span),
-            "errors": errors, "complete": acked == count and not errors}
+            "errors": errors, "complete": acked == count and not errors,
+            "t_start": start, "t_end": end}
 
 
 @contextlib.contextmanager
@@ -137,31 +130,75 @@ def cpu(pids: list[int]) -> float:
     return sum(cpu_seconds(p) for p in pids)
 
 
+class CpuSampler:
+    """The brokers' CPU seconds (summed) and the whole machine's busy seconds, sampled
+    every `interval` s on the perf_counter clock (CLOCK_MONOTONIC, which the client
+    processes' marks share), so that a phase's CPU is read over exactly its span and not
+    over the client processes' start-up."""
+
+    def __init__(self, pids: list[int], interval: float = 0.02):
+        self.pids = pids
+        self.samples: list[tuple[float, float, float]] = []
+        self._stop = threading.Event()
+        self._sample()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        self.samples.append((time.perf_counter(), cpu(self.pids), machine_busy_seconds()))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self._sample()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _at(self, t: float) -> tuple[float, float]:
+        """(broker CPU, machine busy) at time t, interpolated between samples."""
+        samples = list(self.samples)
+        before = max((x for x in samples if x[0] <= t), default=samples[0])
+        after = min((x for x in samples if x[0] >= t), default=samples[-1])
+        if after[0] == before[0]:
+            return before[1], before[2]
+        f = (t - before[0]) / (after[0] - before[0])
+        return (before[1] + f * (after[1] - before[1]), before[2] + f * (after[2] - before[2]))
+
+    def over(self, start: float, end: float) -> dict:
+        (c0, m0), (c1, m1) = self._at(start), self._at(end)
+        span = max(end - start, 1e-9)
+        return {"broker_cpu_s": round(c1 - c0, 2), "broker_cores": round((c1 - c0) / span, 2),
+                "machine_busy_cores": round((m1 - m0) / span, 2)}
+
+
 def run(name: str, target, args) -> dict:
     with target as (bootstrap, pids):
         topic = f"cores-{uuid.uuid4().hex[:8]}"
         workloads.create_topic(bootstrap, topic, PARTITIONS)
         placement = leaders(bootstrap, topic)
         out: dict = {"brokers": len(pids), "leaders": placement}
-        cpu0 = cpu(pids)
-        p = produce_parallel(bootstrap, topic, args.size, args.records, args.processes,
-                             args.phase_timeout, args.linger_ms, args.batch_size)
-        p["broker_cpu_s"] = round(cpu(pids) - cpu0, 2)
-        p["broker_cores"] = round(p["broker_cpu_s"] / p["seconds"], 2) if p["seconds"] else None
-        out["produce"] = p
-        per_partition = workloads.partition_high_watermarks(bootstrap, topic, PARTITIONS)
-        cpu0 = cpu(pids)
-        c = workloads.consume_parallel(bootstrap, topic, per_partition, args.size,
-                                       args.processes, args.phase_timeout)
-        c["broker_cpu_s"] = round(cpu(pids) - cpu0, 2)
-        c["broker_cores"] = round(c["broker_cpu_s"] / c["seconds"], 2) if c["seconds"] else None
-        out["consume"] = c
+        sampler = CpuSampler(pids)
+        try:
+            p = produce_parallel(bootstrap, topic, args.size, args.records, args.processes,
+                                 args.phase_timeout, args.linger_ms, args.batch_size)
+            p.update(sampler.over(p.pop("t_start"), p.pop("t_end")))
+            out["produce"] = p
+            per_partition = workloads.partition_high_watermarks(bootstrap, topic, PARTITIONS)
+            c = workloads.consume_parallel(bootstrap, topic, per_partition, args.size,
+                                           args.processes, args.phase_timeout)
+            # the last consumer ended just before consume_parallel returned
+            end = time.perf_counter()
+            c.update(sampler.over(end - c["seconds"], end))
+            out["consume"] = c
+        finally:
+            sampler.stop()
         for phase in ("produce", "consume"):
             r = out[phase]
             print(f"  {name:<22} {phase:<8} {r['msgs_per_s'] or 0:>9,} rec/s "
                   f"{r['mib_per_s'] or 0:>7} MiB/s  broker CPU {r['broker_cpu_s']:>6} s "
-                  f"({r['broker_cores']} cores){'' if r['complete'] else '  INCOMPLETE'}",
-                  flush=True)
+                  f"({r['broker_cores']} cores; machine {r['machine_busy_cores']})"
+                  f"{'' if r['complete'] else '  INCOMPLETE'}", flush=True)
     return out
 
 
