@@ -11,7 +11,8 @@
 # 1-broker ratios. Loopback only; every phase stops at its count or --phase-timeout.
 #
 #   .venv/bin/python -m benchmarks.cluster_cores [--records 300000] [--size 1024]
-#       [--processes 3] [--linger-ms 10] [--batch-size 1000000] [--no-kafka] [--json FILE]
+#       [--processes 3] [--linger-ms 10] [--batch-size 1000000] [--no-kafka]
+#       [--wait-for-quiet 30] [--json FILE]
 #
 # Expect at most about the machine's core count as the ratio, and only while the broker is
 # the bottleneck: the producers and consumers run on the same cores.
@@ -26,7 +27,7 @@ import uuid
 from typing import Iterator
 
 from . import workloads
-from .broker_proc import cpu_seconds, machine_busy_seconds
+from .broker_proc import cpu_seconds, machine_busy_seconds, wait_for_quiet
 
 PARTITIONS = 6
 SESSION_MS = "6000"
@@ -177,7 +178,8 @@ def run(name: str, target, args) -> dict:
         topic = f"cores-{uuid.uuid4().hex[:8]}"
         workloads.create_topic(bootstrap, topic, PARTITIONS)
         placement = leaders(bootstrap, topic)
-        out: dict = {"brokers": len(pids), "leaders": placement}
+        out: dict = {"brokers": len(pids), "leaders": placement,
+                     "quiet": wait_for_quiet(args.wait_for_quiet)}
         sampler = CpuSampler(pids)
         try:
             p = produce_parallel(bootstrap, topic, args.size, args.records, args.processes,
@@ -193,6 +195,9 @@ def run(name: str, target, args) -> dict:
             out["consume"] = c
         finally:
             sampler.stop()
+        q = out["quiet"]
+        print(f"  {name:<22} (others used {q['others_cores']} cores after waiting "
+              f"{q['waited_s']} s for quiet)")
         for phase in ("produce", "consume"):
             r = out[phase]
             print(f"  {name:<22} {phase:<8} {r['msgs_per_s'] or 0:>9,} rec/s "
@@ -213,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(per-request work), large ones the clients")
     ap.add_argument("--phase-timeout", type=float, default=120.0)
     ap.add_argument("--no-kafka", action="store_true", help="leave out Apache Kafka 3.8")
+    ap.add_argument("--wait-for-quiet", type=float, default=30.0, metavar="S",
+                    help="before each target, wait up to S s for the rest of this (shared) "
+                         "machine to go under 0.3 cores")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = ap.parse_args(argv)
     print(f"{args.records:,} records of {args.size} B, RF=1 topic of {PARTITIONS} partitions, "
