@@ -155,3 +155,28 @@ def test_the_same_against_kafka_in_zookeeper_mode(zookeeper):
         for b in procs.values():
             b.kill()
             b.cleanup()
+
+
+def test_partition_states_are_kafka_topics_describe_ones():
+    from kafkalite.tools.cluster_status import partition_flags
+    live = {1, 2, 3}
+    ok = partition_flags(1, [1, 2, 3], [1, 2, 3], live, 2)
+    assert ok == {"under_replicated": False, "unavailable": False, "under_min_isr": False,
+                  "at_min_isr": False}
+    assert partition_flags(1, [1, 2, 3], [1, 2], live, 2)["at_min_isr"]
+    assert partition_flags(1, [1, 2, 3], [1], live, 2)["under_min_isr"]
+    # a leader that is not a live broker, or none: unavailable, and so under min ISR
+    for leader in (-1, 4):
+        flags = partition_flags(leader, [4], [4], live, 1)
+        assert flags["unavailable"] and flags["under_min_isr"] and not flags["under_replicated"]
+    assert partition_flags(1, [1], [1], live, None)["under_min_isr"] is None  # unknown config
+
+
+def test_arguments_and_an_unreachable_broker_are_one_line(dead_bootstrap):
+    from .conftest import assert_one_error_line
+    r = run_cli("cluster", "status", "--under-replicated-partitions",
+                "--unavailable-partitions", "--bootstrap-server", dead_bootstrap)
+    assert_one_error_line(r, 2, "not allowed with")
+    r = run_cli("cluster", "status", "--bootstrap-server", dead_bootstrap)
+    assert_one_error_line(r, 1, "error:", dead_bootstrap, "refused")
+    assert r.out == ""
