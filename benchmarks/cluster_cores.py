@@ -12,7 +12,7 @@
 #
 #   .venv/bin/python -m benchmarks.cluster_cores [--records 300000] [--size 1024]
 #       [--processes 3] [--linger-ms 10] [--batch-size 1000000] [--no-kafka]
-#       [--wait-for-quiet 30] [--json FILE]
+#       [--rounds 3] [--wait-for-quiet 30] [--json FILE]
 #
 # Expect at most about the machine's core count as the ratio, and only while the broker is
 # the bottleneck: the producers and consumers run on the same cores.
@@ -173,38 +173,40 @@ class CpuSampler:
                 "machine_busy_cores": round((m1 - m0) / span, 2)}
 
 
-def run(name: str, target, args) -> dict:
-    with target as (bootstrap, pids):
-        topic = f"cores-{uuid.uuid4().hex[:8]}"
-        workloads.create_topic(bootstrap, topic, PARTITIONS)
-        placement = leaders(bootstrap, topic)
-        out: dict = {"brokers": len(pids), "leaders": placement,
-                     "quiet": wait_for_quiet(args.wait_for_quiet)}
-        sampler = CpuSampler(pids)
-        try:
-            p = produce_parallel(bootstrap, topic, args.size, args.records, args.processes,
-                                 args.phase_timeout, args.linger_ms, args.batch_size)
-            p.update(sampler.over(p.pop("t_start"), p.pop("t_end")))
-            out["produce"] = p
-            per_partition = workloads.partition_high_watermarks(bootstrap, topic, PARTITIONS)
-            c = workloads.consume_parallel(bootstrap, topic, per_partition, args.size,
-                                           args.processes, args.phase_timeout)
-            # the last consumer ended just before consume_parallel returned
-            end = time.perf_counter()
-            c.update(sampler.over(end - c["seconds"], end))
-            out["consume"] = c
-        finally:
-            sampler.stop()
-        q = out["quiet"]
-        print(f"  {name:<22} (others used {q['others_cores']} cores after waiting "
-              f"{q['waited_s']} s for quiet)")
-        for phase in ("produce", "consume"):
-            r = out[phase]
-            print(f"  {name:<22} {phase:<8} {r['msgs_per_s'] or 0:>9,} rec/s "
-                  f"{r['mib_per_s'] or 0:>7} MiB/s  broker CPU {r['broker_cpu_s']:>6} s "
-                  f"({r['broker_cores']} cores; machine {r['machine_busy_cores']})"
-                  f"{'' if r['complete'] else '  INCOMPLETE'}", flush=True)
+def measure(name: str, bootstrap: str, pids: list[int], args) -> dict:
+    """One round against one target: a fresh topic, produce then consume."""
+    topic = f"cores-{uuid.uuid4().hex[:8]}"
+    workloads.create_topic(bootstrap, topic, PARTITIONS)
+    out: dict = {"leaders": leaders(bootstrap, topic),
+                 "quiet": wait_for_quiet(args.wait_for_quiet)}
+    sampler = CpuSampler(pids)
+    try:
+        p = produce_parallel(bootstrap, topic, args.size, args.records, args.processes,
+                             args.phase_timeout, args.linger_ms, args.batch_size)
+        p.update(sampler.over(p.pop("t_start"), p.pop("t_end")))
+        out["produce"] = p
+        per_partition = workloads.partition_high_watermarks(bootstrap, topic, PARTITIONS)
+        c = workloads.consume_parallel(bootstrap, topic, per_partition, args.size,
+                                       args.processes, args.phase_timeout)
+        end = time.perf_counter()  # the last consumer ended just before the call returned
+        c.update(sampler.over(end - c["seconds"], end))
+        out["consume"] = c
+    finally:
+        sampler.stop()
+    workloads.delete_topic(bootstrap, topic)
+    for phase in ("produce", "consume"):
+        r = out[phase]
+        print(f"  {name:<22} {phase:<8} {r['msgs_per_s'] or 0:>9,} rec/s "
+              f"{r['mib_per_s'] or 0:>7} MiB/s  broker CPU {r['broker_cpu_s']:>5} s "
+              f"({r['broker_cores']} cores; machine {r['machine_busy_cores']}, others "
+              f"{out['quiet']['others_cores']} before){'' if r['complete'] else ' INCOMPLETE'}",
+              flush=True)
     return out
+
+
+def median_round(rounds: list[dict], phase: str) -> dict:
+    ranked = sorted(rounds, key=lambda r: r[phase]["msgs_per_s"] or 0)
+    return ranked[len(ranked) // 2][phase]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,38 +218,56 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=1_000_000,
                     help="producers' batch.size: small batches make the broker the bottleneck "
                          "(per-request work), large ones the clients")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds, the targets taking turns in each; medians are reported")
     ap.add_argument("--phase-timeout", type=float, default=120.0)
     ap.add_argument("--no-kafka", action="store_true", help="leave out Apache Kafka 3.8")
     ap.add_argument("--wait-for-quiet", type=float, default=30.0, metavar="S",
-                    help="before each target, wait up to S s for the rest of this (shared) "
-                         "machine to go under 0.3 cores")
+                    help="before each measurement, wait up to S s for the rest of this "
+                         "(shared) machine to go under 0.3 cores")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = ap.parse_args(argv)
     print(f"{args.records:,} records of {args.size} B, RF=1 topic of {PARTITIONS} partitions, "
           f"{args.processes} producer (acks=1, linger.ms={args.linger_ms}, batch.size="
-          f"{args.batch_size}) then {args.processes} consumer processes")
-    results = {"kafkalite 1 broker": run("kafkalite 1 broker", kafkalite_cluster(1), args),
-               "kafkalite 3 brokers": run("kafkalite 3 brokers", kafkalite_cluster(3), args)}
-    if not args.no_kafka:
-        from .kafka_ref import unavailable_reason
-        reason = unavailable_reason()
-        if reason is None:
-            results["kafka 3.8.0 1 broker"] = run("kafka 3.8.0 1 broker", kafka_single(), args)
-        else:
-            print(f"  kafka 3.8.0: skipped ({reason})")
-    one, three = results["kafkalite 1 broker"], results["kafkalite 3 brokers"]
+          f"{args.batch_size}) then {args.processes} consumer processes; {args.rounds} rounds")
+    with contextlib.ExitStack() as stack:
+        # every target up for the whole run, so that the rounds interleave them and a
+        # neighbour's burst on this shared machine hits them alike; idle brokers cost ~0
+        targets = {"kafkalite 1 broker": stack.enter_context(kafkalite_cluster(1)),
+                   "kafkalite 3 brokers": stack.enter_context(kafkalite_cluster(3))}
+        if not args.no_kafka:
+            from .kafka_ref import unavailable_reason
+            reason = unavailable_reason()
+            if reason is None:
+                targets["kafka 3.8.0 1 broker"] = stack.enter_context(kafka_single())
+            else:
+                print(f"  kafka 3.8.0: skipped ({reason})")
+        rounds: dict[str, list[dict]] = {name: [] for name in targets}
+        for _ in range(args.rounds):
+            for name, (bootstrap, pids) in targets.items():
+                rounds[name].append(measure(name, bootstrap, pids, args))
+    medians = {name: {phase: median_round(rs, phase) for phase in ("produce", "consume")}
+               for name, rs in rounds.items()}
+    print("\nmedian of the rounds: records/s, MiB/s, broker CPU s (cores over the phase)")
+    for name, m in medians.items():
+        print(f"  {name:<22} " + "   ".join(
+            f"{phase} {m[phase]['msgs_per_s'] or 0:>9,} {m[phase]['mib_per_s'] or 0:>6} "
+            f"{m[phase]['broker_cpu_s']:>5} ({m[phase]['broker_cores']})"
+            for phase in ("produce", "consume")))
+    one, three = medians["kafkalite 1 broker"], medians["kafkalite 3 brokers"]
     ratios = {phase: round(three[phase]["msgs_per_s"] / one[phase]["msgs_per_s"], 2)
               for phase in ("produce", "consume")
               if one[phase]["msgs_per_s"] and three[phase]["msgs_per_s"]}
     print("3 brokers / 1 broker: " + ", ".join(f"{k} x{v}" for k, v in ratios.items()))
-    leaders_per_broker: dict[int, int] = {}
-    for leader in three["leaders"].values():
-        leaders_per_broker[leader] = leaders_per_broker.get(leader, 0) + 1
-    print(f"3-broker placement (leader: partitions): {dict(sorted(leaders_per_broker.items()))}")
+    per_broker: dict[int, int] = {}
+    for leader in rounds["kafkalite 3 brokers"][0]["leaders"].values():
+        per_broker[leader] = per_broker.get(leader, 0) + 1
+    print(f"3-broker placement (leader: partitions): {dict(sorted(per_broker.items()))}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results, "ratios": ratios}, f, indent=1)
-    return 0 if all(r[p]["complete"] for r in results.values()
+            json.dump({"args": vars(args), "rounds": rounds, "medians": medians,
+                       "ratios": ratios}, f, indent=1)
+    return 0 if all(r[p]["complete"] for rs in rounds.values() for r in rs
                     for p in ("produce", "consume")) else 1
 
 
