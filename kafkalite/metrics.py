@@ -2,7 +2,8 @@
 # the log manager and the group coordinator. Metric names follow the spirit of Kafka's JMX
 # names (kafka_server_brokertopicmetrics_*, kafka_log_*), prefixed kafkalite_; the log
 # cleaner's gauges carry Kafka's own MBean names (kafka.log:type=LogCleaner,name=... as
-# kafka_log_LogCleaner_..., dashes as underscores), so that Kafka dashboards find them.
+# kafka_log_LogCleaner_..., dashes as underscores), so that Kafka dashboards find them; so do
+# the replication and controller gauges of kafkalite/cluster/cluster_metrics.py.
 from __future__ import annotations
 
 from typing import Iterator
