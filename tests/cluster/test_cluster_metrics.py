@@ -143,7 +143,9 @@ def test_cluster_gauges_before_and_after_the_controller_dies(zookeeper):
                                      timeout=WAIT_S, interval=0.3)
         assert picked(final[last]) == want[last]
         assert final[last]["active"] == 1 and final[last]["offline"] == 2
-        assert final[last]["changes"] == before[last]["changes"] + 1
+        # at least this election (a loaded machine can cost the new controller its session
+        # once: it resigns and is elected again, and Kafka's counter counts that too)
+        assert final[last]["changes"] >= before[last]["changes"] + 1
     finally:
         if z is not None:
             z.close()
