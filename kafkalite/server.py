@@ -133,6 +133,10 @@ class KafkaServer:
             from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
             self.cluster_view = await start_view(self.broker, self.membership, self.config)
             self.broker.view = self.cluster_view
+            from .cluster.auto_create import AutoCreator  # topics created on first use
+            from .cluster.coordinator_leadership import follow_leadership
+            self.broker.auto_creator = AutoCreator(self.broker, self.cluster_view.client)
+            follow_leadership(self.broker, self.cluster_view)  # coordinators on leaders
             if self.config["kafkalite.controller.enable"]:
                 await self._start_controller()
         # Bound (the registration names the ports) but refusing connections until here, so

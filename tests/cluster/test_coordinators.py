@@ -1,0 +1,77 @@
+# The group coordinator in a ZooKeeper cluster (issue 17, design step 8): spawned kafkalite
+# brokers on the test's chroot, the controller enabled. The first FindCoordinator writes
+# __consumer_offsets to ZooKeeper (replication factor, partitions, configs as Kafka's); every
+# broker then names the same coordinator, the leader of the group's partition as ZooKeeper
+# says it; only that broker answers the group's requests, the others NOT_COORDINATOR; a
+# group of real consumers spread over three brokers consumes and commits through it.
+from __future__ import annotations
+
+import uuid
+
+from kafkalite.cluster import zkdata
+from kafkalite.wire.errors import ErrorCode
+from tests.cluster.coordinator_helpers import (OFFSETS, find, found, heartbeat, leader_of,
+                                               offset_fetch)
+from tests.cluster.test_membership import WAIT_S, brokers, connect, registered, zk  # noqa: F401
+from tests.cluster.test_zk_admin_apis import assignment, create, settled_controller
+from tests.helpers.real_kafka import eventually
+
+SMALL = {"offsets.topic.num.partitions": "6"}
+
+
+def test_the_first_lookup_writes_the_offsets_topic_and_every_broker_names_its_leader(
+        brokers, zk):
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL, **{
+        "offsets.topic.replication.factor": "3", "offsets.topic.segment.bytes": "1048576"})))
+    z = zk()
+    registered(z, {1, 2, 3})
+    settled_controller(z, procs)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    # Kafka in ZooKeeper mode: not available until the controller has elected the leaders
+    first, _ = find(procs[2].bootstrap, group)
+    assert first == ErrorCode.coordinator_not_available
+    a = eventually(lambda: assignment(z, OFFSETS), lambda a: a is not None, timeout=WAIT_S)
+    assert sorted(a.partitions) == list(range(6))
+    for replicas in a.partitions.values():  # Kafka's placement: rf distinct live brokers
+        assert len(replicas) == 3 and set(replicas) == {1, 2, 3}
+    assert len({r[0] for r in a.partitions.values()}) == 3  # leaders spread over all three
+    configs = zkdata.decode_topic_config(z.client.get(zkdata.topic_config_path(OFFSETS))[0])
+    assert configs["cleanup.policy"] == "compact" and configs["segment.bytes"] == "1048576"
+    coordinators = {i: found(b.bootstrap, group) for i, b in procs.items()}
+    leader = eventually(lambda: leader_of(z, OFFSETS, group), lambda x: x is not None,
+                        timeout=WAIT_S)
+    assert set(coordinators.values()) == {leader[0]}
+
+
+def test_fewer_live_brokers_than_the_replication_factor_is_not_available_until_they_join(
+        brokers, zk):
+    procs = dict(zip((1, 2), brokers(1, 2, **SMALL, **{
+        "offsets.topic.replication.factor": "3"})))
+    z = zk()
+    registered(z, {1, 2})
+    settled_controller(z, procs)
+    for _ in range(3):
+        assert find(procs[1].bootstrap, "g")[0] == ErrorCode.coordinator_not_available
+    assert assignment(z, OFFSETS) is None  # nothing written: Kafka refuses the creation
+    procs[3] = brokers(3, **SMALL, **{"offsets.topic.replication.factor": "3"})[0]
+    registered(z, {1, 2, 3})
+    node = found(procs[1].bootstrap, "g")
+    assert node == leader_of(z, OFFSETS, "g")[0]
+    assert {len(r) for r in assignment(z, OFFSETS).partitions.values()} == {3}
+
+
+def test_only_the_coordinator_answers_a_group_the_others_not_coordinator(brokers, zk):
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL)))
+    z = zk()
+    registered(z, {1, 2, 3})
+    settled_controller(z, procs)
+    group = "raw-group"
+    coordinator = found(procs[1].bootstrap, group)
+    others = [b for i, b in procs.items() if i != coordinator]
+    for b in others:
+        assert offset_fetch(b.bootstrap, group, "t", [0])[0] == ErrorCode.not_coordinator
+        assert heartbeat(b.bootstrap, group) == ErrorCode.not_coordinator
+    err, offsets = eventually(lambda: offset_fetch(procs[coordinator].bootstrap, group, "t", [0]),
+                              lambda r: r[0] == ErrorCode.none, timeout=WAIT_S)
+    assert (err, offsets) == (ErrorCode.none, {0: -1})
+    assert heartbeat(procs[coordinator].bootstrap, group) == ErrorCode.unknown_member_id
