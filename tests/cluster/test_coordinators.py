@@ -14,6 +14,7 @@ from tests.cluster.coordinator_helpers import (OFFSETS, find, found, heartbeat, 
                                                offset_fetch)
 from tests.cluster.test_membership import WAIT_S, brokers, connect, registered, zk  # noqa: F401
 from tests.cluster.test_zk_admin_apis import assignment, create, settled_controller
+from tests.helpers.kclients import produce
 from tests.helpers.real_kafka import eventually
 
 SMALL = {"offsets.topic.num.partitions": "6"}
@@ -75,3 +76,51 @@ def test_only_the_coordinator_answers_a_group_the_others_not_coordinator(brokers
                               lambda r: r[0] == ErrorCode.none, timeout=WAIT_S)
     assert (err, offsets) == (ErrorCode.none, {0: -1})
     assert heartbeat(procs[coordinator].bootstrap, group) == ErrorCode.unknown_member_id
+
+
+def test_a_group_of_two_consumers_on_three_brokers_consumes_and_commits(brokers, zk):
+    import confluent_kafka as ck
+    from kafka import KafkaConsumer, TopicPartition
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL)))
+    z = zk()
+    registered(z, {1, 2, 3})
+    cid = settled_controller(z, procs)
+    assert create(procs[cid].bootstrap, "orders", partitions=6, rf=1).error_code == 0
+    bootstrap = ",".join(b.bootstrap for b in procs.values())
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumers = [ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                              "session.timeout.ms": 6000}) for _ in range(2)]
+    seen: list[list] = [[], []]
+    try:
+        for c in consumers:
+            c.subscribe(["orders"])
+
+        def poll_all() -> list[int]:
+            for i, c in enumerate(consumers):
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    seen[i].append((m.partition(), m.value()))
+            return [len(c.assignment()) for c in consumers]
+        assert eventually(poll_all, lambda n: n == [3, 3], timeout=WAIT_S) == [3, 3]
+        records = [(p, None, f"{p}-{i}".encode(), None, None) for p in range(6) for i in range(5)]
+        produce("confluent", bootstrap, "orders", records)
+        eventually(lambda: poll_all() and sum(map(len, seen)), lambda n: n >= 30,
+                   timeout=WAIT_S)
+        assert all(seen) and sorted(seen[0] + seen[1]) == sorted((p, v) for p, _, v, _, _
+                                                                 in records)
+        for c in consumers:
+            c.commit(asynchronous=False)
+    finally:
+        for c in consumers:
+            c.close()
+    check = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                          enable_auto_commit=False)
+    try:
+        committed = {p: check.committed(TopicPartition("orders", p)) for p in range(6)}
+    finally:
+        check.close()
+    assert committed == {p: 5 for p in range(6)}
+    coordinator = found(procs[1].bootstrap, group)
+    assert offset_fetch(procs[coordinator].bootstrap, group, "orders", list(range(6))) == (
+        ErrorCode.none, {p: 5 for p in range(6)})
