@@ -1,0 +1,188 @@
+# The coordinators' load/unload state machine of a cluster broker (issue 17, design step 8),
+# driven directly on a fake clock with real logs in a temporary directory: with
+# zookeeper.connect nothing is loaded at start and every group (transactional id) answers
+# NOT_COORDINATOR until its partition is elected here; an elected partition answers
+# COORDINATOR_LOAD_IN_PROGRESS until its log is replayed; a resigned one drops its groups
+# (their waiting joins answered NOT_COORDINATOR, their timers stopped) and answers
+# NOT_COORDINATOR again; the partition's leader epoch is the coordinator epoch. Without
+# zookeeper.connect every partition is loaded at start, as before.
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode as E
+
+from kafkalite.clock import FakeClock
+from kafkalite.config import BrokerConfig
+from kafkalite.coordinator.groups import CommittedOffset
+from kafkalite.coordinator.groups_coordinator import GroupCoordinator
+from kafkalite.coordinator.offsets_log import partition_for
+from kafkalite.coordinator.transactions_coordinator import TransactionCoordinator
+from kafkalite.log.manager import LogManager
+
+CLUSTER = {"zookeeper.connect": "127.0.0.1:1/unused"}  # never connected: only read
+PARTS = 4
+
+
+def config(tmp_path: Path, **settings: str) -> BrokerConfig:
+    return BrokerConfig({"log.dirs": str(tmp_path / "data"),
+                         "offsets.topic.num.partitions": str(PARTS),
+                         "transaction.state.log.num.partitions": str(PARTS),
+                         "group.initial.rebalance.delay.ms": "0", **settings})
+
+
+class Groups:
+    def __init__(self, tmp_path: Path, **settings: str):
+        self.clock = FakeClock()
+        self.config = config(tmp_path, **settings)
+        self.logs = LogManager(self.config)
+        self.logs.open()
+        self.coord = GroupCoordinator(self.config, self.logs, self.logs.create_topic,
+                                      clock=self.clock)
+        self.coord.open()
+
+    def close(self) -> None:
+        self.coord.close()
+        self.logs.close()
+
+    def commit(self, group: str, offset: int) -> dict:
+        o = CommittedOffset(offset, -1, "", self.clock.wall_ms(), -1)
+        return self.coord.commit_offsets(group, "", None, -1, {("t", 0): o})
+
+    def fetched(self, group: str) -> tuple:
+        err, rows = self.coord.fetch_offsets(group, [("t", 0)])
+        return err, [o.offset if o else -1 for _, o in rows]
+
+
+async def loaded(coord, partition: int) -> None:
+    for _ in range(100):  # bounded: a load is a few turns of the loop
+        if partition not in coord.loading_partitions:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the load never finished")
+
+
+@pytest.fixture
+def groups(tmp_path):
+    made = []
+
+    def make(**settings: str) -> Groups:
+        made.append(Groups(tmp_path, **settings))
+        return made[-1]
+    yield make
+    for g in made:
+        g.close()
+
+
+async def test_a_cluster_broker_coordinates_only_the_partitions_elected_here(groups):
+    g = groups(**CLUSTER)
+    g.logs.create_topic("__consumer_offsets", PARTS, internal=True)  # the view adopts it
+    group = "g1"
+    p = partition_for(group, PARTS)
+    assert g.coord.check_status(group, False) == E.not_coordinator
+    assert g.commit(group, 5) == {("t", 0): E.not_coordinator}
+    g.coord.elect(p, 3)
+    assert g.coord.check_status(group, False) == E.coordinator_load_in_progress
+    await loaded(g.coord, p)
+    assert g.coord.check_status(group, False) is None
+    assert g.coord.coordinator_epoch(group) == 3
+    other = next(f"x{i}" for i in range(100) if partition_for(f"x{i}", PARTS) != p)
+    assert g.coord.check_status(other, False) == E.not_coordinator
+    assert g.commit(group, 42) == {("t", 0): E.none}
+    g.coord.resign(p)
+    assert g.coord.check_status(group, False) == E.not_coordinator
+    assert group not in g.coord.groups
+    g.coord.elect(p, 4)  # back here: the offsets come from the log
+    await loaded(g.coord, p)
+    assert g.fetched(group) == (E.none, [42])
+    assert g.coord.coordinator_epoch(group) == 4
+
+
+async def test_resigning_answers_waiting_joins_and_stops_the_groups_timers(groups):
+    g = groups(**CLUSTER)
+    g.logs.create_topic("__consumer_offsets", PARTS, internal=True)
+    group = "g2"
+    p = partition_for(group, PARTS)
+    g.coord.elect(p, 0)
+    await loaded(g.coord, p)
+    fut = g.coord.join_group(group, "", None, False, False, "c", "/127.0.0.1", 20000, 6000,
+                             "consumer", [("range", b"")], None)
+    g.clock.advance(0)  # the join phase ends (no initial delay): the member is in
+    joined = fut.result()
+    assert joined.error == E.none
+    pending = g.coord.join_group(group, "", None, False, False, "c2", "/127.0.0.1", 20000,
+                                 6000, "consumer", [("range", b"")], None)  # a rebalance
+    assert not pending.done()
+    end = g.logs.get("__consumer_offsets").partitions[p].log_end_offset
+    g.coord.resign(p)
+    assert pending.done() and pending.result().error == E.not_coordinator
+    g.clock.advance(60_000)  # sessions and rebalance timeouts: nobody left to expire
+    assert g.logs.get("__consumer_offsets").partitions[p].log_end_offset == end
+    assert g.coord.heartbeat(group, joined.member_id, None, joined.generation) == \
+        E.not_coordinator
+
+
+async def test_a_resignation_during_the_load_cancels_it(groups):
+    g = groups(**CLUSTER)
+    g.logs.create_topic("__consumer_offsets", PARTS, internal=True)
+    p = partition_for("g3", PARTS)
+    g.coord.elect(p, 0)
+    g.coord.resign(p)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert g.coord.check_status("g3", False) == E.not_coordinator
+    assert p not in g.coord.owned and not g.coord.loading_partitions
+
+
+async def test_one_node_loads_everything_and_ignores_leadership(groups, tmp_path):
+    g = groups()
+    g.logs.create_topic("__consumer_offsets", PARTS, internal=True)
+    assert g.coord.owned is None
+    assert g.commit("g4", 7) == {("t", 0): E.none}
+    g.coord.resign(partition_for("g4", PARTS))  # nothing follows leadership on one node
+    assert g.fetched("g4") == (E.none, [7])
+
+
+async def test_transactional_ids_load_on_election_and_go_on_resignation(tmp_path):
+    cfg = config(tmp_path, **CLUSTER)
+    logs = LogManager(cfg)
+    logs.open()
+    logs.create_topic("__transaction_state", PARTS, internal=True)
+    pids = itertools.count(1000)
+    markers: list = []
+
+    async def allocate() -> int:
+        return next(pids)
+
+    async def write_markers(pid, epoch, coordinator_epoch, commit, partitions):
+        markers.append(coordinator_epoch)
+        return {tp: E.none for tp in partitions}
+    coord = TransactionCoordinator(cfg, logs, logs.create_topic, clock=FakeClock(),
+                                   allocate_pid=allocate, write_markers=write_markers)
+    coord.open()
+    try:
+        txn = "tx"
+        p = partition_for(txn, PARTS)
+        assert (await coord.init_producer_id(txn, 60000, None))[0] == E.not_coordinator
+        coord.elect(p, 7)
+        assert (await coord.init_producer_id(txn, 60000, None))[0] == \
+            E.coordinator_load_in_progress
+        await loaded(coord, p)
+        err, pid, epoch = await coord.init_producer_id(txn, 60000, None)
+        assert err == E.none
+        assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
+        assert await coord.end_txn(txn, pid, epoch, True) == E.none
+        assert markers == [7]  # the partition's leader epoch is the coordinator epoch
+        coord.resign(p)
+        assert coord.describe(txn)[0] == E.not_coordinator and txn not in coord.txns
+        coord.elect(p, 8)
+        await loaded(coord, p)
+        err, meta = coord.describe(txn)
+        assert (err, meta.producer_id, meta.producer_epoch) == (E.none, pid, epoch)
+        assert coord.coordinator_epoch(txn) == 8
+    finally:
+        coord.close()
+        logs.close()
