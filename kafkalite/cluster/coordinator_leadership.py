@@ -23,12 +23,11 @@ class CoordinatorLeadership:
         self.node_id: int = view.node_id
 
     def coordinator(self, topic: str) -> Any:
-        """The coordinator of `topic`'s partitions, None for any other topic."""
-        if topic == OFFSETS_TOPIC:
-            return self.broker.groups
-        if topic == TXN_TOPIC:
-            return self.broker.transactions
-        return None
+        """The coordinator of `topic`'s partitions (one with a PartitionLeadership), None
+        for any other topic."""
+        coord = (self.broker.groups if topic == OFFSETS_TOPIC else
+                 self.broker.transactions if topic == TXN_TOPIC else None)
+        return coord if getattr(coord, "leadership", None) is not None else None
 
     def start(self) -> None:
         """Follow the view from now on, and take the partitions it shows led here already
@@ -42,7 +41,7 @@ class CoordinatorLeadership:
             for p in sorted(t.assignment.partitions):
                 state = self.view.partition(topic, p)
                 if state is not None and state.leader == self.node_id:
-                    coord.elect(p, state.leader_epoch)
+                    coord.leadership.elect(p, state.leader_epoch)
 
     def on_state(self, topic: str, partition: int, old: Any, new: Any) -> None:
         coord = self.coordinator(topic)
@@ -54,9 +53,9 @@ class CoordinatorLeadership:
             if not led:
                 log.info("Leader of %s-%d at epoch %d: loading its coordinator state", topic,
                          partition, new.leader_epoch)
-            coord.elect(partition, new.leader_epoch)
-        elif led or partition in (coord.owned or {}) or partition in coord.loading_partitions:
-            coord.resign(partition)
+            coord.leadership.elect(partition, new.leader_epoch)
+        elif led or partition in coord.leadership.owned or partition in coord.loading_partitions:
+            coord.leadership.resign(partition)
 
 
 def follow_leadership(broker: Any, view: Any) -> CoordinatorLeadership:

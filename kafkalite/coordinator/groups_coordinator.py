@@ -81,7 +81,7 @@ class GroupCoordinator(GroupLeadership):
     def open(self) -> None:
         """Replay __consumer_offsets: in the background when an event loop runs (requests
         meanwhile get COORDINATOR_LOAD_IN_PROGRESS), else at once."""
-        if self.store.topic() is None or self.owned is not None:
+        if self.store.topic() is None or self.leadership is not None:
             return
         self.loading = True
         loader = _Loader(self)
@@ -108,7 +108,8 @@ class GroupCoordinator(GroupLeadership):
     def close(self) -> None:
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
-        self.cancel_loads()
+        if self.leadership is not None:
+            self.leadership.close()
         self._release_waiters()
         self.consumer_coordinator.close()
         self.closed = True
@@ -372,7 +373,7 @@ class _Loader:
         n_members = self.consumer.restore(c.consumer_groups, c.store.logs)
         c.consumer_coordinator.arm_restored()
         c.loading = False
-        for p in self.partitions or ():
+        for p in self.partitions or ():  # served from here on (markers below included)
             c.loading_partitions.discard(p)
         if c.on_share_loaded is not None:
             c.on_share_loaded(c.share_records)

@@ -58,11 +58,9 @@ class GroupRegistry:
         self.share_lookup: Callable[[str], bool] | None = None
         self.loading = False
         self.closed = False
-        # In a cluster (coordinator_leadership.py), the __consumer_offsets partitions whose
-        # groups this broker coordinates, each with its leader epoch, and those being loaded;
-        # None on one node, which coordinates every group.
-        self.owned: dict[int, int] | None = None
-        self.loading_partitions: set[int] = set()
+        # In a cluster, the __consumer_offsets partitions this broker coordinates (an
+        # offsets_leadership.PartitionLeadership); None on one node: every group is here.
+        self.leadership: Any = None
 
     def group_type(self, group_id: str) -> str | None:
         """The one lookup of the shared group-id namespace: "consumer" (KIP-848),
@@ -103,13 +101,13 @@ class GroupRegistry:
             return E.coordinator_not_available
         if self.loading:
             return E.coordinator_load_in_progress
-        if self.owned is not None:  # Kafka's order: loading first, then ownership
-            partition = self.store.partition_for(group_id)
-            if partition in self.loading_partitions:
-                return E.coordinator_load_in_progress
-            if partition not in self.owned:
-                return E.not_coordinator
+        if self.leadership is not None:
+            return self.leadership.status(self.store.partition_for(group_id))
         return None
+
+    @property
+    def loading_partitions(self) -> set[int]:
+        return self.leadership.loading if self.leadership is not None else set()
 
     def add_group(self, group_id: str) -> Group:
         group = Group(group_id, self.wall_ms())

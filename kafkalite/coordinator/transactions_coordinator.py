@@ -69,7 +69,7 @@ class TransactionCoordinator(TxnLeadership, TransactionQueries):
     def open(self) -> None:
         """Replay __transaction_state: in the background when an event loop runs (requests
         meanwhile get COORDINATOR_LOAD_IN_PROGRESS), else at once."""
-        if self.log.topic() is None or self.owned is not None:
+        if self.log.topic() is None or self.leadership is not None:
             return
         self.loading = True
         try:
@@ -84,7 +84,8 @@ class TransactionCoordinator(TxnLeadership, TransactionQueries):
     def close(self) -> None:
         for t in list(self._tasks):
             t.cancel()
-        self.cancel_loads()
+        if self.leadership is not None:
+            self.leadership.close()
 
     def _replay(self, partitions: Iterable[int] | None = None) -> Iterable[None]:
         last: dict[str, Transit | None] = {}

@@ -7,7 +7,8 @@ from kafka.protocol import consumer, metadata
 from kafkalite.cluster import zkdata
 from kafkalite.coordinator.offsets_log import partition_for
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.test_membership import WAIT_S, Zk
+from tests.cluster.test_membership import WAIT_S, Zk, registered
+from tests.cluster.test_zk_admin_apis import settled_controller
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.real_kafka import eventually
@@ -66,3 +67,12 @@ def heartbeat(bootstrap: str, group: str, member: str = "m", generation: int = 1
     with open_socket(bootstrap) as s:
         return call(s, R(group_id=group, generation_id=generation, member_id=member,
                          group_instance_id=None)).error_code
+
+
+def cluster(brokers, zk, ids=(1, 2, 3), **settings: str) -> tuple[dict, Zk, int]:
+    """Brokers `ids` started with `settings`, registered, a controller elected:
+    ({id: BrokerProcess}, a kazoo session, the controller's id)."""
+    procs = dict(zip(ids, brokers(*ids, **settings)))
+    z = zk()
+    registered(z, set(ids))
+    return procs, z, settled_controller(z, procs)

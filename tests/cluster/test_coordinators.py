@@ -10,10 +10,10 @@ import uuid
 
 from kafkalite.cluster import zkdata
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.coordinator_helpers import (OFFSETS, find, found, heartbeat, leader_of,
-                                               offset_fetch)
+from tests.cluster.coordinator_helpers import (OFFSETS, cluster, find, found, heartbeat,
+                                               leader_of, offset_fetch)
 from tests.cluster.test_membership import WAIT_S, brokers, connect, registered, zk  # noqa: F401
-from tests.cluster.test_zk_admin_apis import assignment, create, settled_controller
+from tests.cluster.test_zk_admin_apis import assignment, create
 from tests.helpers.kclients import produce
 from tests.helpers.real_kafka import eventually
 
@@ -22,11 +22,8 @@ SMALL = {"offsets.topic.num.partitions": "6"}
 
 def test_the_first_lookup_writes_the_offsets_topic_and_every_broker_names_its_leader(
         brokers, zk):
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL, **{
-        "offsets.topic.replication.factor": "3", "offsets.topic.segment.bytes": "1048576"})))
-    z = zk()
-    registered(z, {1, 2, 3})
-    settled_controller(z, procs)
+    procs, z, _ = cluster(brokers, zk, **SMALL, **{
+        "offsets.topic.replication.factor": "3", "offsets.topic.segment.bytes": "1048576"})
     group = f"g-{uuid.uuid4().hex[:8]}"
     # Kafka in ZooKeeper mode: not available until the controller has elected the leaders
     first, _ = find(procs[2].bootstrap, group)
@@ -46,11 +43,8 @@ def test_the_first_lookup_writes_the_offsets_topic_and_every_broker_names_its_le
 
 def test_fewer_live_brokers_than_the_replication_factor_is_not_available_until_they_join(
         brokers, zk):
-    procs = dict(zip((1, 2), brokers(1, 2, **SMALL, **{
-        "offsets.topic.replication.factor": "3"})))
-    z = zk()
-    registered(z, {1, 2})
-    settled_controller(z, procs)
+    procs, z, _ = cluster(brokers, zk, (1, 2), **SMALL, **{
+        "offsets.topic.replication.factor": "3"})
     for _ in range(3):
         assert find(procs[1].bootstrap, "g")[0] == ErrorCode.coordinator_not_available
     assert assignment(z, OFFSETS) is None  # nothing written: Kafka refuses the creation
@@ -62,10 +56,7 @@ def test_fewer_live_brokers_than_the_replication_factor_is_not_available_until_t
 
 
 def test_only_the_coordinator_answers_a_group_the_others_not_coordinator(brokers, zk):
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL)))
-    z = zk()
-    registered(z, {1, 2, 3})
-    settled_controller(z, procs)
+    procs, z, _ = cluster(brokers, zk, **SMALL)
     group = "raw-group"
     coordinator = found(procs[1].bootstrap, group)
     others = [b for i, b in procs.items() if i != coordinator]
@@ -81,10 +72,7 @@ def test_only_the_coordinator_answers_a_group_the_others_not_coordinator(brokers
 def test_a_group_of_two_consumers_on_three_brokers_consumes_and_commits(brokers, zk):
     import confluent_kafka as ck
     from kafka import KafkaConsumer, TopicPartition
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL)))
-    z = zk()
-    registered(z, {1, 2, 3})
-    cid = settled_controller(z, procs)
+    procs, z, cid = cluster(brokers, zk, **SMALL)
     assert create(procs[cid].bootstrap, "orders", partitions=6, rf=1).error_code == 0
     bootstrap = ",".join(b.bootstrap for b in procs.values())
     group = f"g-{uuid.uuid4().hex[:8]}"

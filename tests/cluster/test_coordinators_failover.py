@@ -10,10 +10,10 @@ import uuid
 from kafkalite.cluster import zkdata
 from kafkalite.coordinator.offsets_log import partition_for
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.coordinator_helpers import (OFFSETS, find, found, heartbeat,
+from tests.cluster.coordinator_helpers import (OFFSETS, cluster, find, found, heartbeat,
                                                offset_fetch)
 from tests.cluster.test_membership import WAIT_S, brokers, connect, registered, zk  # noqa: F401
-from tests.cluster.test_zk_admin_apis import create, settled_controller
+from tests.cluster.test_zk_admin_apis import create
 from tests.helpers.real_kafka import eventually
 
 SMALL = {"offsets.topic.num.partitions": "3"}
@@ -31,16 +31,19 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         c.close()
 
 
-def test_the_coordinator_killed_is_not_available_then_its_offsets_come_back(brokers, zk):
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL, **{
-        "offsets.topic.replication.factor": "1"})))
-    z = zk()
-    registered(z, {1, 2, 3})
-    cid = settled_controller(z, procs)
-    assert create(procs[cid].bootstrap, "t", partitions=3, rf=3).error_code == 0
+def group_on_cluster(brokers, zk, offsets_rf: int, partitions: int, rf: int):
+    """Three brokers, topic "t", a fresh group id and its coordinator: (brokers by id, kazoo
+    session, group, coordinator id, every bootstrap address)."""
+    procs, z, cid = cluster(brokers, zk, **SMALL, **{
+        "offsets.topic.replication.factor": str(offsets_rf)})
+    assert create(procs[cid].bootstrap, "t", partitions=partitions, rf=rf).error_code == 0
     group = f"g-{uuid.uuid4().hex[:8]}"
-    coordinator = found(procs[1].bootstrap, group)
-    everyone = ",".join(b.bootstrap for b in procs.values())
+    return (procs, z, group, found(procs[1].bootstrap, group),
+            ",".join(b.bootstrap for b in procs.values()))
+
+
+def test_the_coordinator_killed_is_not_available_then_its_offsets_come_back(brokers, zk):
+    procs, z, group, coordinator, everyone = group_on_cluster(brokers, zk, 1, 3, 3)
     wanted = {("t", 0): 11, ("t", 1): 22, ("t", 2): 33}
     commit(everyone, group, wanted)
     assert offset_fetch(procs[coordinator].bootstrap, group, "t", [0, 1, 2]) == (
@@ -73,15 +76,7 @@ def move_leader(z, topic: str, partition: int, to: int) -> None:
 
 def test_a_leadership_move_unloads_the_groups_of_the_old_leader(brokers, zk):
     import confluent_kafka as ck
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SMALL, **{
-        "offsets.topic.replication.factor": "3"})))
-    z = zk()
-    registered(z, {1, 2, 3})
-    cid = settled_controller(z, procs)
-    assert create(procs[cid].bootstrap, "t", partitions=2, rf=1).error_code == 0
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    old = found(procs[1].bootstrap, group)
-    everyone = ",".join(b.bootstrap for b in procs.values())
+    procs, z, group, old, everyone = group_on_cluster(brokers, zk, 3, 2, 1)
     c = ck.Consumer({"bootstrap.servers": everyone, "group.id": group,
                      "enable.auto.commit": False, "session.timeout.ms": 6000,
                      "heartbeat.interval.ms": 200})
@@ -98,7 +93,7 @@ def test_a_leadership_move_unloads_the_groups_of_the_old_leader(brokers, zk):
                           timeout=WAIT_S) == ErrorCode.not_coordinator
         assert offset_fetch(procs[old].bootstrap, group, "t", [0])[0] == \
             ErrorCode.not_coordinator
-        assert "Unloaded the groups of __consumer_offsets-" in procs[old].read_log()
+        assert "Unloaded __consumer_offsets-" in procs[old].read_log()
         for b in procs.values():
             assert eventually(lambda: find(b.bootstrap, group),
                               lambda r: r == (ErrorCode.none, new), timeout=WAIT_S) == (

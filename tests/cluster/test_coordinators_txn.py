@@ -13,9 +13,9 @@ from kafka.protocol.admin import CreateTopicsRequest
 
 from kafkalite.cluster import zkdata
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.coordinator_helpers import TRANSACTION, TXN, find, found, leader_of
-from tests.cluster.test_membership import WAIT_S, brokers, connect, registered, zk  # noqa: F401
-from tests.cluster.test_zk_admin_apis import assignment, settled_controller
+from tests.cluster.coordinator_helpers import TRANSACTION, TXN, cluster, find, found, leader_of
+from tests.cluster.test_membership import WAIT_S, brokers, connect, zk  # noqa: F401
+from tests.cluster.test_zk_admin_apis import assignment
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.real_kafka import eventually
@@ -62,10 +62,7 @@ def consume_all(bootstrap: str, topic: str, isolation: str, expected: int) -> li
 
 def test_a_transactional_producer_commits_in_the_cluster(brokers, zk):
     import confluent_kafka as ck
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
-    z = zk()
-    registered(z, {1, 2, 3})
-    cid = settled_controller(z, procs)
+    procs, z, cid = cluster(brokers, zk, **SETTINGS)
     txn_id = f"tx-{uuid.uuid4().hex[:8]}"
     first, _ = find(procs[2].bootstrap, txn_id, TRANSACTION)
     assert first == ErrorCode.coordinator_not_available  # as Kafka: the topic is only now written

@@ -18,10 +18,10 @@ from kio.schema.errors import ErrorCode as E
 from kafkalite.clock import FakeClock
 from kafkalite.config import BrokerConfig
 from kafkalite.coordinator.groups import CommittedOffset
-from kafkalite.coordinator.groups_coordinator import GroupCoordinator
 from kafkalite.coordinator.offsets_log import partition_for
 from kafkalite.coordinator.transactions_coordinator import TransactionCoordinator
 from kafkalite.log.manager import LogManager
+from tests.unit.test_groups_timers import Harness
 
 CLUSTER = {"zookeeper.connect": "127.0.0.1:1/unused"}  # never connected: only read
 PARTS = 4
@@ -34,19 +34,11 @@ def config(tmp_path: Path, **settings: str) -> BrokerConfig:
                          "group.initial.rebalance.delay.ms": "0", **settings})
 
 
-class Groups:
-    def __init__(self, tmp_path: Path, **settings: str):
-        self.clock = FakeClock()
-        self.config = config(tmp_path, **settings)
-        self.logs = LogManager(self.config)
-        self.logs.open()
-        self.coord = GroupCoordinator(self.config, self.logs, self.logs.create_topic,
-                                      clock=self.clock)
-        self.coord.open()
+class Groups(Harness):
+    """test_groups_timers' harness (a real offsets log, the fake clock) on PARTS partitions."""
 
-    def close(self) -> None:
-        self.coord.close()
-        self.logs.close()
+    def __init__(self, tmp_path: Path, **settings: str):
+        super().__init__(tmp_path, **{"offsets.topic.num.partitions": str(PARTS), **settings})
 
     def commit(self, group: str, offset: int) -> dict:
         o = CommittedOffset(offset, -1, "", self.clock.wall_ms(), -1)
@@ -84,7 +76,7 @@ async def test_a_cluster_broker_coordinates_only_the_partitions_elected_here(gro
     p = partition_for(group, PARTS)
     assert g.coord.check_status(group, False) == E.not_coordinator
     assert g.commit(group, 5) == {("t", 0): E.not_coordinator}
-    g.coord.elect(p, 3)
+    g.coord.leadership.elect(p, 3)
     assert g.coord.check_status(group, False) == E.coordinator_load_in_progress
     await loaded(g.coord, p)
     assert g.coord.check_status(group, False) is None
@@ -92,10 +84,10 @@ async def test_a_cluster_broker_coordinates_only_the_partitions_elected_here(gro
     other = next(f"x{i}" for i in range(100) if partition_for(f"x{i}", PARTS) != p)
     assert g.coord.check_status(other, False) == E.not_coordinator
     assert g.commit(group, 42) == {("t", 0): E.none}
-    g.coord.resign(p)
+    g.coord.leadership.resign(p)
     assert g.coord.check_status(group, False) == E.not_coordinator
     assert group not in g.coord.groups
-    g.coord.elect(p, 4)  # back here: the offsets come from the log
+    g.coord.leadership.elect(p, 4)  # back here: the offsets come from the log
     await loaded(g.coord, p)
     assert g.fetched(group) == (E.none, [42])
     assert g.coord.coordinator_epoch(group) == 4
@@ -106,7 +98,7 @@ async def test_resigning_answers_waiting_joins_and_stops_the_groups_timers(group
     g.logs.create_topic("__consumer_offsets", PARTS, internal=True)
     group = "g2"
     p = partition_for(group, PARTS)
-    g.coord.elect(p, 0)
+    g.coord.leadership.elect(p, 0)
     await loaded(g.coord, p)
     fut = g.coord.join_group(group, "", None, False, False, "c", "/127.0.0.1", 20000, 6000,
                              "consumer", [("range", b"")], None)
@@ -117,7 +109,7 @@ async def test_resigning_answers_waiting_joins_and_stops_the_groups_timers(group
                                  6000, "consumer", [("range", b"")], None)  # a rebalance
     assert not pending.done()
     end = g.logs.get("__consumer_offsets").partitions[p].log_end_offset
-    g.coord.resign(p)
+    g.coord.leadership.resign(p)
     assert pending.done() and pending.result().error == E.not_coordinator
     g.clock.advance(60_000)  # sessions and rebalance timeouts: nobody left to expire
     assert g.logs.get("__consumer_offsets").partitions[p].log_end_offset == end
@@ -129,20 +121,23 @@ async def test_a_resignation_during_the_load_cancels_it(groups):
     g = groups(**CLUSTER)
     g.logs.create_topic("__consumer_offsets", PARTS, internal=True)
     p = partition_for("g3", PARTS)
-    g.coord.elect(p, 0)
-    g.coord.resign(p)
+    g.coord.leadership.elect(p, 0)
+    g.coord.leadership.resign(p)
     for _ in range(10):
         await asyncio.sleep(0)
     assert g.coord.check_status("g3", False) == E.not_coordinator
-    assert p not in g.coord.owned and not g.coord.loading_partitions
+    assert p not in g.coord.leadership.owned and not g.coord.loading_partitions
+    g.coord.leadership.elect(p, 5)
+    g.coord.leadership.elect(p, 6)  # a newer epoch while loading: the load ends with it
+    await loaded(g.coord, p)
+    assert g.coord.coordinator_epoch("g3") == 6
 
 
-async def test_one_node_loads_everything_and_ignores_leadership(groups, tmp_path):
+async def test_one_node_serves_every_group_without_elections(groups):
     g = groups()
     g.logs.create_topic("__consumer_offsets", PARTS, internal=True)
-    assert g.coord.owned is None
+    assert g.coord.leadership is None and g.coord.coordinator_epoch("g4") == 0
     assert g.commit("g4", 7) == {("t", 0): E.none}
-    g.coord.resign(partition_for("g4", PARTS))  # nothing follows leadership on one node
     assert g.fetched("g4") == (E.none, [7])
 
 
@@ -167,7 +162,7 @@ async def test_transactional_ids_load_on_election_and_go_on_resignation(tmp_path
         txn = "tx"
         p = partition_for(txn, PARTS)
         assert (await coord.init_producer_id(txn, 60000, None))[0] == E.not_coordinator
-        coord.elect(p, 7)
+        coord.leadership.elect(p, 7)
         assert (await coord.init_producer_id(txn, 60000, None))[0] == \
             E.coordinator_load_in_progress
         await loaded(coord, p)
@@ -176,9 +171,9 @@ async def test_transactional_ids_load_on_election_and_go_on_resignation(tmp_path
         assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
         assert await coord.end_txn(txn, pid, epoch, True) == E.none
         assert markers == [7]  # the partition's leader epoch is the coordinator epoch
-        coord.resign(p)
+        coord.leadership.resign(p)
         assert coord.describe(txn)[0] == E.not_coordinator and txn not in coord.txns
-        coord.elect(p, 8)
+        coord.leadership.elect(p, 8)
         await loaded(coord, p)
         err, meta = coord.describe(txn)
         assert (err, meta.producer_id, meta.producer_epoch) == (E.none, pid, epoch)
