@@ -3,10 +3,13 @@
 # __consumer_offsets to ZooKeeper (replication factor, partitions, configs as Kafka's); every
 # broker then names the same coordinator, the leader of the group's partition as ZooKeeper
 # says it; only that broker answers the group's requests, the others NOT_COORDINATOR; a
-# group of real consumers spread over three brokers consumes and commits through it.
+# group of real consumers (confluent-kafka, kafka-python) spread over three brokers consumes
+# and commits through it.
 from __future__ import annotations
 
 import uuid
+
+import pytest
 
 from kafkalite.cluster import zkdata
 from kafkalite.wire.errors import ErrorCode
@@ -69,39 +72,66 @@ def test_only_the_coordinator_answers_a_group_the_others_not_coordinator(brokers
     assert heartbeat(procs[coordinator].bootstrap, group) == ErrorCode.unknown_member_id
 
 
-def test_a_group_of_two_consumers_on_three_brokers_consumes_and_commits(brokers, zk):
-    import confluent_kafka as ck
+class Member:
+    """One consumer of a group through `client` (confluent-kafka or kafka-python)."""
+
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str):
+        self.client = client
+        if client == "confluent":
+            import confluent_kafka as ck
+            self.c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                  "enable.auto.commit": False,
+                                  "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+        else:
+            from kafka import KafkaConsumer
+            self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                   enable_auto_commit=False, auto_offset_reset="earliest",
+                                   session_timeout_ms=6000, heartbeat_interval_ms=500)
+        self.c.subscribe([topic])
+        self.seen: list[tuple[int, bytes]] = []
+
+    def poll(self) -> int:
+        """One short poll; how many partitions the member is assigned."""
+        if self.client == "confluent":
+            m = self.c.poll(0.2)
+            if m is not None and m.error() is None:
+                self.seen.append((m.partition(), m.value()))
+        else:
+            for tp, rows in self.c.poll(timeout_ms=200).items():
+                self.seen.extend((tp.partition, r.value) for r in rows)
+        return len(self.c.assignment())
+
+    def commit(self) -> None:
+        if self.client == "confluent":
+            self.c.commit(asynchronous=False)
+        else:
+            self.c.commit()
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_a_group_of_two_consumers_on_three_brokers_consumes_and_commits(brokers, zk, client):
     from kafka import KafkaConsumer, TopicPartition
     procs, z, cid = cluster(brokers, zk, **SMALL)
     assert create(procs[cid].bootstrap, "orders", partitions=6, rf=1).error_code == 0
     bootstrap = ",".join(b.bootstrap for b in procs.values())
     group = f"g-{uuid.uuid4().hex[:8]}"
-    consumers = [ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                              "session.timeout.ms": 6000}) for _ in range(2)]
-    seen: list[list] = [[], []]
+    members = [Member(client, bootstrap, group, "orders") for _ in range(2)]
     try:
-        for c in consumers:
-            c.subscribe(["orders"])
-
         def poll_all() -> list[int]:
-            for i, c in enumerate(consumers):
-                m = c.poll(0.2)
-                if m is not None and m.error() is None:
-                    seen[i].append((m.partition(), m.value()))
-            return [len(c.assignment()) for c in consumers]
+            return [m.poll() for m in members]
         assert eventually(poll_all, lambda n: n == [3, 3], timeout=WAIT_S) == [3, 3]
         records = [(p, None, f"{p}-{i}".encode(), None, None) for p in range(6) for i in range(5)]
         produce("confluent", bootstrap, "orders", records)
-        eventually(lambda: poll_all() and sum(map(len, seen)), lambda n: n >= 30,
+        eventually(lambda: poll_all() and sum(len(m.seen) for m in members), lambda n: n >= 30,
                    timeout=WAIT_S)
-        assert all(seen) and sorted(seen[0] + seen[1]) == sorted((p, v) for p, _, v, _, _
-                                                                 in records)
-        for c in consumers:
-            c.commit(asynchronous=False)
+        assert all(m.seen for m in members)
+        assert sorted(members[0].seen + members[1].seen) == sorted(
+            (p, v) for p, _, v, _, _ in records)
+        for m in members:
+            m.commit()
     finally:
-        for c in consumers:
-            c.close()
+        for m in members:
+            m.c.close()
     check = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                           enable_auto_commit=False)
     try:
