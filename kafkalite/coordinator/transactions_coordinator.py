@@ -201,7 +201,12 @@ class TransactionCoordinator(TxnLeadership, TransactionQueries):
     # --- persistence ----------------------------------------------------------------------
 
     async def _persist(self, meta: TransactionMetadata, t: Transit) -> E:
-        """Write a prepared transition, then apply it; on failure forget it."""
+        """Write a prepared transition, then apply it; on failure forget it. Not once the
+        id's partition has moved away (a completion resumed after a resignation): the new
+        leader owns its log now, as Kafka's coordinator-epoch check on the append."""
+        if self.leadership is not None and self.status(meta.transactional_id) is not None:
+            meta.abort_pending()
+            return E.not_coordinator
         try:
             partition = self.log.write(meta.transactional_id, None if t.state == S.DEAD else t,
                                        self.clock.wall_ms())

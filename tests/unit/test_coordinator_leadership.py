@@ -181,3 +181,39 @@ async def test_transactional_ids_load_on_election_and_go_on_resignation(tmp_path
     finally:
         coord.close()
         logs.close()
+
+
+async def test_a_completion_resumed_after_the_resignation_writes_nothing(tmp_path):
+    cfg = config(tmp_path, **CLUSTER)
+    logs = LogManager(cfg)
+    logs.open()
+    topic = logs.create_topic("__transaction_state", PARTS, internal=True)
+    release = asyncio.Event()
+
+    async def allocate() -> int:
+        return 1000
+
+    async def slow_markers(pid, epoch, coordinator_epoch, commit, partitions):
+        await release.wait()  # the markers take their time: the partition moves meanwhile
+        return {tp: E.none for tp in partitions}
+    coord = TransactionCoordinator(cfg, logs, logs.create_topic, clock=FakeClock(),
+                                   allocate_pid=allocate, write_markers=slow_markers)
+    coord.open()
+    try:
+        txn = "tx2"
+        p = partition_for(txn, PARTS)
+        coord.leadership.elect(p, 0)
+        await loaded(coord, p)
+        _, pid, epoch = await coord.init_producer_id(txn, 60000, None)
+        assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
+        ending = asyncio.ensure_future(coord.end_txn(txn, pid, epoch, True))
+        for _ in range(10):
+            await asyncio.sleep(0)
+        end = topic.partitions[p].log_end_offset  # PrepareCommit written
+        coord.leadership.resign(p)
+        release.set()
+        await ending
+        assert topic.partitions[p].log_end_offset == end  # no CompleteCommit from here
+    finally:
+        coord.close()
+        logs.close()
