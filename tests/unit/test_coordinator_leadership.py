@@ -141,79 +141,78 @@ async def test_one_node_serves_every_group_without_elections(groups):
     assert g.fetched("g4") == (E.none, [7])
 
 
-async def test_transactional_ids_load_on_election_and_go_on_resignation(tmp_path):
+@pytest.fixture
+def txns(tmp_path):
+    """txns(write_markers) -> a cluster broker's TransactionCoordinator on a real
+    __transaction_state of PARTS partitions (the view adopts it), producer ids from 1000."""
     cfg = config(tmp_path, **CLUSTER)
     logs = LogManager(cfg)
     logs.open()
     logs.create_topic("__transaction_state", PARTS, internal=True)
     pids = itertools.count(1000)
-    markers: list = []
+    made = []
 
     async def allocate() -> int:
         return next(pids)
 
+    def make(write_markers) -> TransactionCoordinator:
+        made.append(TransactionCoordinator(cfg, logs, logs.create_topic, clock=FakeClock(),
+                                           allocate_pid=allocate, write_markers=write_markers))
+        made[-1].open()
+        return made[-1]
+    yield make
+    for coord in made:
+        coord.close()
+    logs.close()
+
+
+async def test_transactional_ids_load_on_election_and_go_on_resignation(txns):
+    markers: list = []
+
     async def write_markers(pid, epoch, coordinator_epoch, commit, partitions):
         markers.append(coordinator_epoch)
         return {tp: E.none for tp in partitions}
-    coord = TransactionCoordinator(cfg, logs, logs.create_topic, clock=FakeClock(),
-                                   allocate_pid=allocate, write_markers=write_markers)
-    coord.open()
-    try:
-        txn = "tx"
-        p = partition_for(txn, PARTS)
-        assert (await coord.init_producer_id(txn, 60000, None))[0] == E.not_coordinator
-        coord.leadership.elect(p, 7)
-        assert (await coord.init_producer_id(txn, 60000, None))[0] == \
-            E.coordinator_load_in_progress
-        await loaded(coord, p)
-        err, pid, epoch = await coord.init_producer_id(txn, 60000, None)
-        assert err == E.none
-        assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
-        assert await coord.end_txn(txn, pid, epoch, True) == E.none
-        assert markers == [7]  # the partition's leader epoch is the coordinator epoch
-        coord.leadership.resign(p)
-        assert coord.describe(txn)[0] == E.not_coordinator and txn not in coord.txns
-        coord.leadership.elect(p, 8)
-        await loaded(coord, p)
-        err, meta = coord.describe(txn)
-        assert (err, meta.producer_id, meta.producer_epoch) == (E.none, pid, epoch)
-        assert coord.coordinator_epoch(txn) == 8
-    finally:
-        coord.close()
-        logs.close()
+    coord = txns(write_markers)
+    txn = "tx"
+    p = partition_for(txn, PARTS)
+    assert (await coord.init_producer_id(txn, 60000, None))[0] == E.not_coordinator
+    coord.leadership.elect(p, 7)
+    assert (await coord.init_producer_id(txn, 60000, None))[0] == \
+        E.coordinator_load_in_progress
+    await loaded(coord, p)
+    err, pid, epoch = await coord.init_producer_id(txn, 60000, None)
+    assert err == E.none
+    assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
+    assert await coord.end_txn(txn, pid, epoch, True) == E.none
+    assert markers == [7]  # the partition's leader epoch is the coordinator epoch
+    coord.leadership.resign(p)
+    assert coord.describe(txn)[0] == E.not_coordinator and txn not in coord.txns
+    coord.leadership.elect(p, 8)
+    await loaded(coord, p)
+    err, meta = coord.describe(txn)
+    assert (err, meta.producer_id, meta.producer_epoch) == (E.none, pid, epoch)
+    assert coord.coordinator_epoch(txn) == 8
 
 
-async def test_a_completion_resumed_after_the_resignation_writes_nothing(tmp_path):
-    cfg = config(tmp_path, **CLUSTER)
-    logs = LogManager(cfg)
-    logs.open()
-    topic = logs.create_topic("__transaction_state", PARTS, internal=True)
+async def test_a_completion_resumed_after_the_resignation_writes_nothing(txns):
     release = asyncio.Event()
-
-    async def allocate() -> int:
-        return 1000
 
     async def slow_markers(pid, epoch, coordinator_epoch, commit, partitions):
         await release.wait()  # the markers take their time: the partition moves meanwhile
         return {tp: E.none for tp in partitions}
-    coord = TransactionCoordinator(cfg, logs, logs.create_topic, clock=FakeClock(),
-                                   allocate_pid=allocate, write_markers=slow_markers)
-    coord.open()
-    try:
-        txn = "tx2"
-        p = partition_for(txn, PARTS)
-        coord.leadership.elect(p, 0)
-        await loaded(coord, p)
-        _, pid, epoch = await coord.init_producer_id(txn, 60000, None)
-        assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
-        ending = asyncio.ensure_future(coord.end_txn(txn, pid, epoch, True))
-        for _ in range(10):
-            await asyncio.sleep(0)
-        end = topic.partitions[p].log_end_offset  # PrepareCommit written
-        coord.leadership.resign(p)
-        release.set()
-        await ending
-        assert topic.partitions[p].log_end_offset == end  # no CompleteCommit from here
-    finally:
-        coord.close()
-        logs.close()
+    coord = txns(slow_markers)
+    log_of = coord.log.topic().partitions
+    txn = "tx2"
+    p = partition_for(txn, PARTS)
+    coord.leadership.elect(p, 0)
+    await loaded(coord, p)
+    _, pid, epoch = await coord.init_producer_id(txn, 60000, None)
+    assert await coord.add_partitions(txn, pid, epoch, [("t", 0)]) == E.none
+    ending = asyncio.ensure_future(coord.end_txn(txn, pid, epoch, True))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    end = log_of[p].log_end_offset  # PrepareCommit written
+    coord.leadership.resign(p)
+    release.set()
+    await ending
+    assert log_of[p].log_end_offset == end  # no CompleteCommit from here
