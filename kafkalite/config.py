@@ -241,6 +241,9 @@ _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "no inter-broker protocol": ("inter.broker.protocol.version",),
 }
 IGNORED: dict[str, str] = {name: why for why, names in _IGNORED_WHY.items() for name in names}
+# Ignored on one node, honoured in a ZooKeeper cluster (the internal topics' creation).
+_CLUSTER_HONOURS = ("offsets.topic.replication.factor",
+                    "transaction.state.log.replication.factor")
 # Values that do what kafkalite does anyway, so they need no warning.
 _HARMLESS: dict[str, tuple[Any, ...]] = {"log.roll.jitter.ms": (None, 0),
                                          "log.roll.jitter.hours": (0,)}
@@ -250,6 +253,8 @@ def ignored_settings(cfg: "BrokerConfig") -> list[str]:
     """`name=value (why)` for every ignored property set to a value that matters."""
     out = []
     for name, why in IGNORED.items():
+        if cfg["zookeeper.connect"] and name in _CLUSTER_HONOURS:
+            continue
         value = cfg[name]
         if value != PROPS[name].default and value not in _HARMLESS.get(name, ()):
             out.append(f"{name}={format_value(value)} ({why})")

@@ -145,6 +145,10 @@ class KafkaServer:
             self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
             self.broker.config_changes = self.config_changes
             await self.config_changes.start()
+            from .cluster.auto_create import AutoCreator  # topics created on first use
+            from .cluster.coordinator_leadership import follow_leadership
+            self.broker.auto_creator = AutoCreator(self.broker, self.cluster_view.client)
+            follow_leadership(self.broker, self.cluster_view)  # coordinators on leaders
             if self.config["kafkalite.controller.enable"]:
                 await self._start_controller()
         # Bound (the registration names the ports) but refusing connections until here, so

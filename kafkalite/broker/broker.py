@@ -46,6 +46,10 @@ from .waiters import AppendNotifier
 log = logging.getLogger("kafkalite.broker")
 
 API_VERSIONS_KEY = 18
+# The replication factor each internal topic is created with in a cluster (share groups'
+# state is not served in a cluster yet).
+INTERNAL_RF = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
+               TXN_TOPIC: "transaction.state.log.replication.factor"}
 
 
 @dataclass(slots=True)
@@ -88,6 +92,7 @@ class Broker:
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
         # Called as (topic, partition, producer_id, commit) after each transaction marker.
         self.txn_marker_listeners: list[Callable[[str, int, int, bool], None]] = []
+        self.auto_creator: Any = None  # cluster.auto_create.AutoCreator in a cluster
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()
@@ -245,8 +250,26 @@ class Broker:
         self._attach(topic.partitions)
         return topic
 
-    async def auto_create(self, name: str) -> Topic | None:
-        """Create `name` with num.partitions if auto.create.topics.enable; else None."""
+    async def auto_create(self, name: str) -> Any:
+        """Create `name` with num.partitions if auto.create.topics.enable; else None. In a
+        cluster the topic is written to ZooKeeper (cluster/auto_create.py) and the answer is
+        the view's topic, or KafkaError: the creation's error, LEADER_NOT_AVAILABLE while the
+        view has not seen the new topic yet (Kafka's answer to a topic it just created)."""
+        creator = self.auto_creator
+        if creator is not None:
+            if name in INTERNAL_RF or name == SHARE_STATE_TOPIC:
+                topic = await self.internal_topic(name)
+            elif not self.config["auto.create.topics.enable"]:
+                return None
+            else:
+                err = await creator.create(name, self.config["num.partitions"],
+                                           self.config["default.replication.factor"])
+                if err != ErrorCode.none:
+                    raise KafkaError(err, None)
+                topic = self.view.topic(name)
+            if topic is None:
+                raise KafkaError(ErrorCode.leader_not_available, None)
+            return topic
         internal = await self.internal_topic(name)
         if internal is not None or not self.config["auto.create.topics.enable"]:
             return internal
@@ -264,6 +287,13 @@ class Broker:
             store = self.share_groups.store.log  # KIP-932's, created as Kafka 4.x does
         if store is None:
             return None
+        if self.auto_creator is not None:  # a cluster: written to ZooKeeper, led elsewhere
+            if name not in INTERNAL_RF:
+                return None
+            spec_name, partitions, configs = store.topic_spec()
+            await self.auto_creator.create(spec_name, partitions,
+                                           self.config[INTERNAL_RF[name]], configs)
+            return self.view.topic(name)  # None until the view has seen it
         return await self.ensure_topic(*store.topic_spec(), internal=True)
 
     # --- dispatch -------------------------------------------------------------------------
