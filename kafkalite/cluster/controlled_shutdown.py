@@ -58,7 +58,10 @@ async def shut_down_broker(ctrl: "Controller", broker_id: int,
     replicated = [k for k in sorted(ctrl.states) if k[0] in ctrl.topics
                   and broker_id in ctrl.topics[k[0]].partitions.get(k[1], ())
                   and len(ctrl.topics[k[0]].partitions[k[1]]) > 1]
-    for key in [k for k in replicated if ctrl.states[k][0].leader == broker_id]:
+    for key in replicated:
+        await ctrl.read_state(key)  # the ISR as its leader last wrote it
+    for key in [k for k in replicated if k in ctrl.states
+                and ctrl.states[k][0].leader == broker_id]:
         replicas = ctrl.topics[key[0]].partitions[key[1]]
         await ctrl.update_state(key, lambda s, r=replicas: shutdown_transition(
             s, r, live, going, ctrl.epoch))

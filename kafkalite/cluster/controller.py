@@ -287,7 +287,7 @@ class Controller:
         self.unclean[topic] = config.get(UNCLEAN, str(self.unclean_default)).lower() == "true"
         for p in self.topics[topic].partitions:
             if (topic, p) not in self.states:
-                await self._read_state((topic, p))
+                await self.read_state((topic, p))
         return True
 
     def _forget_topic(self, topic: str) -> None:
@@ -296,7 +296,7 @@ class Controller:
         for key in [k for k in self.states if k[0] == topic]:
             del self.states[key]
 
-    async def _read_state(self, key: PartitionKey) -> None:
+    async def read_state(self, key: PartitionKey) -> None:
         try:
             data, st = await self.zk.get(zkdata.partition_state_path(*key))
         except NoNode:
@@ -394,7 +394,7 @@ class Controller:
                 ops = ops[e.index + 1:]  # that parent exists: create the rest
             except NoNode:  # the topic was deleted meanwhile
                 return
-        await self._read_state(key)
+        await self.read_state(key)
 
     async def update_state(self, key: PartitionKey,
                            transform: Callable[[zkdata.PartitionState],
@@ -416,5 +416,5 @@ class Controller:
                 self.states[key] = (new, st.version)
                 return
             except (BadVersion, NoNode):
-                await self._read_state(key)
+                await self.read_state(key)
         log.warning("controller: %s-%d kept changing under %d attempts", *key, UPDATE_ATTEMPTS)

@@ -60,6 +60,11 @@ async def elect_leaders(ctrl: "Controller", keys: Iterable["PartitionKey"] | Non
         if key[0] in deleting:
             out[key] = (ErrorCode.invalid_topic_exception, "The topic is being deleted")
             continue
+        # The ISR as its leader last wrote it (leaders change it without the controller)
+        await ctrl.read_state(key)
+        if key not in ctrl.states:
+            out[key] = (ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
+            continue
         replicas = ctrl.topics[key[0]].partitions[key[1]]
         state = ctrl.states[key][0]
         if election_type == PREFERRED:
@@ -123,6 +128,8 @@ async def auto_rebalance(ctrl: "Controller", percentage: int) -> list["Partition
     deleting = set(await ctrl.zk.children(zkdata.DELETE_TOPICS))
     assignments = {(t, p): r for t, a in ctrl.topics.items() if t not in deleting
                    for p, r in a.partitions.items()}
+    for key in assignments:  # the ISRs their leaders wrote since
+        await ctrl.read_state(key)
     states = {k: (s.leader, s.isr) for k, (s, _) in ctrl.states.items() if k in assignments}
     candidates = rebalance_candidates(assignments, states, ctrl.electable(), percentage)
     if not candidates:
