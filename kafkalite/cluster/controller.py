@@ -306,9 +306,14 @@ class Controller:
 
     async def _bring_online(self, keys: Sequence[PartitionKey]) -> None:
         """New partitions get their first state; offline ones (leader not live) a leader."""
+        registered = None
         for key in keys:
             if key not in self.states:
-                await self._initialize(key)
+                if registered is None:  # read after the topic's znode: every broker that
+                    # registered before it counts, whether or not its watch has fired yet
+                    registered = {int(c) for c in await self.zk.children(zkdata.BROKER_IDS)
+                                  if c.isdigit()}
+                await self._initialize(key, registered)
             else:
                 await self.update_state(key, self._election(key))
 
@@ -375,9 +380,9 @@ class Controller:
 
     # --- fenced writes ----------------------------------------------------------------------
 
-    async def _initialize(self, key: PartitionKey) -> None:
+    async def _initialize(self, key: PartitionKey, live: set[int]) -> None:
         topic, partition = key
-        state = initial_state(self.topics[topic].partitions[partition], self.live, self.epoch)
+        state = initial_state(self.topics[topic].partitions[partition], live, self.epoch)
         if state is None:  # no replica live: it stays new until one registers
             return
         path = zkdata.partition_state_path(topic, partition)
