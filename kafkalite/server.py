@@ -221,7 +221,8 @@ class KafkaServer:
         log.info("Shutting down")
         if self.membership is not None:  # leadership moves off while this broker still serves
             from .cluster.controlled_shutdown import controlled_shutdown
-            await controlled_shutdown(self.config, self.membership, self.listeners[0].name)
+            await controlled_shutdown(self.config, self.membership, self.cluster_view,
+                                      self.listeners[0])
         self.stopping = True
         for timer in self._timers.values():
             timer.cancel()

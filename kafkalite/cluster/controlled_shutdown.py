@@ -11,8 +11,8 @@
 # partitions it still leads: those with no other in-sync replica.
 #
 # The broker (KafkaServer.controlledShutdown): with controlled.shutdown.enable, before it
-# stops serving, it sends the request to the controller (the /controller znode's broker,
-# reached at its registered endpoint of this broker's first listener) until an answer with
+# stops serving, it sends the request to the controller (as its cluster view knows it, at its
+# endpoint on this broker's first listener) until an answer with
 # no error and no remaining partitions, at most controlled.shutdown.max.retries times,
 # controlled.shutdown.retry.backoff.ms apart; then it shuts down either way.
 from __future__ import annotations
@@ -24,9 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..wire import controlled_shutdown as wire
 from ..wire.errors import ErrorCode, KafkaError
-from . import zkdata
 from .decisions import remove_replica, shutdown_transition
-from .zk import NoNode
 
 if TYPE_CHECKING:
     from .controller import Controller, PartitionKey
@@ -75,19 +73,6 @@ async def shut_down_broker(ctrl: "Controller", broker_id: int,
 
 # --- the broker's side ---------------------------------------------------------------------
 
-async def _controller_endpoint(zk: Any, listener_name: str) -> tuple[int, str, int] | None:
-    """(controller id, host, port) from /controller and its registration, None if unknown."""
-    try:
-        data, _ = await zk.get(zkdata.CONTROLLER)
-        cid = zkdata.ControllerRegistration.decode(data).broker_id
-        reg = zkdata.BrokerRegistration.decode(cid, (await zk.get(zkdata.broker_path(cid)))[0])
-    except (NoNode, ValueError, KeyError, TypeError):
-        return None
-    endpoint = next((e for e in reg.endpoints if e.listener == listener_name),
-                    reg.endpoints[0] if reg.endpoints else None)
-    return None if endpoint is None else (cid, endpoint.host, endpoint.port)
-
-
 async def send_request(host: str, port: int, broker_id: int, broker_epoch: int,
                        version: int = VERSION) -> tuple[int, list[tuple[str, int]]]:
     """One ControlledShutdown round trip: (error code, remaining partitions)."""
@@ -104,22 +89,24 @@ async def send_request(host: str, port: int, broker_id: int, broker_epoch: int,
         writer.close()
 
 
-async def controlled_shutdown(config: Any, membership: Any, listener: str) -> bool:
+async def controlled_shutdown(config: Any, membership: Any, view: Any,
+                              listener: Any = None) -> bool:
     """The broker's controlled shutdown (before it stops serving); True when the controller
-    moved everything off it. Bounded by the retries; never raises."""
+    moved everything off it. The controller and its endpoint come from the cluster view
+    (Kafka's metadata cache), not from ZooKeeper; each attempt is bounded. Never raises."""
     if not config["controlled.shutdown.enable"]:
         return False
     retries = config["controlled.shutdown.max.retries"]
     backoff_s = config["controlled.shutdown.retry.backoff.ms"] / 1000
     for attempt in range(1, retries + 1):
+        cid = view.controller_id
+        node = view.broker(cid, listener) if cid >= 0 else None
         try:
-            found = await _controller_endpoint(membership.client, listener)
-            if found is None:
-                log.warning("Controlled shutdown: no controller known (attempt %d)", attempt)
+            if node is None:
+                log.warning("Controlled shutdown attempt %d: no controller known", attempt)
             else:
-                cid, host, port = found
                 code, remaining = await asyncio.wait_for(send_request(
-                    host, port, membership.broker_id, membership.broker_epoch),
+                    node.host, node.port, membership.broker_id, membership.broker_epoch),
                     REQUEST_TIMEOUT_S)
                 if code == ErrorCode.none and not remaining:
                     log.info("Controlled shutdown request returned successfully after %d "

@@ -30,24 +30,21 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode, KafkaError
-from . import zkdata
+from . import preferred, zkdata
 from .admin_zk import delete_topic_znodes
-from . import preferred
 from .decisions import initial_state, offline_election, remove_replica  # noqa: F401 (API)
+from .fenced_writes import UPDATE_ATTEMPTS, FencedWrites, PartitionKey  # noqa: F401
 from .live_brokers import LiveBrokers, ZkLiveBrokers
-from .zk import (BadVersion, ControllerMoved, Create, Delete, NodeExists, NoNode, SessionEvent,
-                 SetData, ZkClient, ZkError)
+from .zk import ControllerMoved, NoNode, SessionEvent, ZkClient, ZkError
 
 log = logging.getLogger("kafkalite.controller")
 T = TypeVar("T")
-UPDATE_ATTEMPTS = 5  # conditional state writes that lost to a leader's ISR change: retries
 UNCLEAN = "unclean.leader.election.enable"
-PartitionKey = tuple[str, int]
 
 
 # --- the controller --------------------------------------------------------------------------
 
-class Controller:
+class Controller(FencedWrites):
     """Runs on every broker; `active` while this broker is the controller."""
 
     def __init__(self, zk: ZkClient, broker_id: int, live: LiveBrokers | None = None,
@@ -125,12 +122,6 @@ class Controller:
             if st is not None:
                 out[b] = st.czxid
         return out
-
-    async def delete_fenced(self, path: str) -> None:
-        try:
-            await self.zk.multi_fenced([Delete(path)], self.epoch_zk_version)
-        except NoNode:
-            pass
 
     def _on_live_change(self) -> None:
         self._work.put_nowait(("brokers",))
@@ -296,14 +287,6 @@ class Controller:
         for key in [k for k in self.states if k[0] == topic]:
             del self.states[key]
 
-    async def read_state(self, key: PartitionKey) -> None:
-        try:
-            data, st = await self.zk.get(zkdata.partition_state_path(*key))
-        except NoNode:
-            self.states.pop(key, None)
-            return
-        self.states[key] = (zkdata.PartitionState.decode(data), st.version)
-
     async def _bring_online(self, keys: Sequence[PartitionKey]) -> None:
         """New partitions get their first state; offline ones (leader not live) a leader."""
         registered = None
@@ -377,49 +360,3 @@ class Controller:
             log.info("controller: brokers %s joined", sorted(born))
             offline = [k for k, (s, _) in self.states.items() if s.leader not in live]
             await self._bring_online(offline + self._uninitialized())
-
-    # --- fenced writes ----------------------------------------------------------------------
-
-    async def _initialize(self, key: PartitionKey, live: set[int]) -> None:
-        topic, partition = key
-        state = initial_state(self.topics[topic].partitions[partition], live, self.epoch)
-        if state is None:  # no replica live: it stays new until one registers
-            return
-        path = zkdata.partition_state_path(topic, partition)
-        parents = [path.rsplit("/", 2)[0], path.rsplit("/", 1)[0]]
-        ops = [Create(p) for p in parents] + [Create(path, state.encode())]
-        while ops:
-            try:
-                await self.zk.multi_fenced(ops, self.epoch_zk_version)
-                self.states[key] = (state, 0)
-                return
-            except NodeExists as e:
-                if e.index is None or e.index >= len(ops) - 1:
-                    break  # the state exists already: adopt it
-                ops = ops[e.index + 1:]  # that parent exists: create the rest
-            except NoNode:  # the topic was deleted meanwhile
-                return
-        await self.read_state(key)
-
-    async def update_state(self, key: PartitionKey,
-                           transform: Callable[[zkdata.PartitionState],
-                                               zkdata.PartitionState | None]) -> None:
-        """Write transform(current state) conditionally on the state's version and fenced
-        by the controller epoch; on BADVERSION read the state again and re-decide (bounded).
-        transform returning None: nothing to write. Raises ControllerMoved when deposed."""
-        path = zkdata.partition_state_path(*key)
-        for _ in range(UPDATE_ATTEMPTS):
-            if key not in self.states:
-                return
-            current, version = self.states[key]
-            new = transform(current)
-            if new is None:
-                return
-            try:
-                (st,) = await self.zk.multi_fenced([SetData(path, new.encode(), version)],
-                                                   self.epoch_zk_version)
-                self.states[key] = (new, st.version)
-                return
-            except (BadVersion, NoNode):
-                await self.read_state(key)
-        log.warning("controller: %s-%d kept changing under %d attempts", *key, UPDATE_ATTEMPTS)
