@@ -203,3 +203,26 @@ def test_rolling_restart_acks_all_producer_sees_no_failed_delivery(brokers, zk):
     assert moved_off  # the first broker at least: every ISR was full then
     for b in moved_off:
         assert "Controlled shutdown request returned successfully" in procs[b].read_log(), b
+
+
+def test_controlled_shutdown_needs_cluster_action_on_the_cluster(brokers, zk):
+    """With an authorizer, a principal without CLUSTER_ACTION on the cluster is refused
+    (CLUSTER_AUTHORIZATION_FAILED, no partitions); a super user is let through to the
+    controller's own checks (the ACL matrix's entry for key 7 points here)."""
+    secured = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+               "controlled.shutdown.enable": "false"}
+    (denied,) = brokers(1, **secured)
+    (allowed,) = brokers(2, **secured, **{"super.users": "User:ANONYMOUS"},
+                         zk_connect=f"{zk_connect_of(denied)}-2")
+    z = zk()
+    registered(z, {1})
+    eventually(lambda: ask(denied.bootstrap, 99, -1), lambda r: r[0] != 41, timeout=WAIT_S)
+    for v in range(4):
+        assert ask(denied.bootstrap, 99, -1, v) == (ErrorCode.cluster_authorization_failed, [])
+    got = eventually(lambda: ask(allowed.bootstrap, 99, -1),
+                     lambda r: r[0] != ErrorCode.not_controller, timeout=WAIT_S)
+    assert got == (ErrorCode.broker_not_available, [])
+
+
+def zk_connect_of(proc) -> str:
+    return proc.settings["zookeeper.connect"]
