@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..wire.errors import ErrorCode
 from . import zkdata
-from .decisions import elect_leader, preferred_transition, rebalance_candidates
+from .decisions import offline_election, preferred_transition, rebalance_candidates
 from .zk import NoNode
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ async def elect_leaders(ctrl: "Controller", keys: Iterable["PartitionKey"] | Non
                 out[key] = (ErrorCode.election_not_needed, NOT_NEEDED)
                 continue
             # Kafka allows the unclean pick only for an admin's request
-            await ctrl.update_state(key, lambda s, r=replicas: _unclean(s, r, live, ctrl.epoch,
-                                                                        admin))
+            await ctrl.update_state(key, lambda s, r=replicas: offline_election(
+                s, r, live, ctrl.epoch, admin))
             code = ErrorCode.eligible_leaders_not_available
             strategy = f"OfflinePartitionLeaderElectionStrategy({str(admin).lower()})"
         now = ctrl.states.get(key)
@@ -88,19 +88,6 @@ async def elect_leaders(ctrl: "Controller", keys: Iterable["PartitionKey"] | Non
             election_type != PREFERRED or now[0].leader == replicas[0])
         out[key] = (ErrorCode.none, None) if done else (code, _failed(key, strategy))
     return out
-
-
-def _unclean(state: zkdata.PartitionState, replicas, live, epoch: int,
-             allow: bool) -> zkdata.PartitionState | None:
-    if state.leader in live:
-        return None
-    election = elect_leader(replicas, state.isr, live, allow)
-    if election is None:
-        return None
-    recovery = (state.leader_recovery_state if election.leader in state.isr
-                else zkdata.RECOVERING)
-    return zkdata.PartitionState(election.leader, state.leader_epoch + 1, election.isr,
-                                 epoch, recovery)
 
 
 async def znode_election(ctrl: "Controller") -> None:
