@@ -21,6 +21,7 @@ from kafkalite.cluster.zk import SetData, ZkClient
 from tests.cluster.test_controller import (SESSION_MS, active, cluster, eventually,  # noqa: F401
                                            states, wait_states)
 from tests.cluster.test_membership import brokers, connect, registered, zk  # noqa: F401
+from tests.cluster.test_zk_admin_apis import controller_id as zk_controller
 from tests.cluster.test_zk_admin_apis import create, settled_controller
 from tests.cluster.test_zk_admin_apis import states as zk_states
 from tests.helpers.real_kafka import anchor_dir
@@ -303,6 +304,12 @@ def test_kafka_leader_election_tool_moves_leaders_back_to_the_preferred_replica(
     again = run_tool(bootstrap, "kafka-leader-election.sh", "--election-type", "PREFERRED",
                      "--all-topic-partitions")
     assert again.strip() == "", again  # partitions needing no election are left out
+    # another broker than the controller: NOT_CONTROLLER for each partition named
+    cid = zk_controller(z)
+    other = procs[next(i for i in procs if i != cid)].bootstrap
+    assert elect_raw(other, PREFERRED, {topic: [0, 1]}) == {(topic, 0): (41, None),
+                                                           (topic, 1): (41, None)}
+    assert elect_raw(other, PREFERRED, None) == {}
 
 
 def test_auto_rebalance_moves_leaders_back_in_a_cluster(brokers, zk):
