@@ -226,3 +226,83 @@ def test_controlled_shutdown_needs_cluster_action_on_the_cluster(brokers, zk):
 
 def zk_connect_of(proc) -> str:
     return proc.settings["zookeeper.connect"]
+
+
+# --- the state znodes against Kafka 3.8's ZooKeeper-mode controller -------------------------
+
+async def _cs_play(connect: str, bootstrap: str) -> list:
+    """Broker 0 (the controller, no replicas) and simulated brokers 1 and 2: broker 1 asks for
+    a controlled shutdown. The answers and the state znodes after each step (every field but
+    controller_epoch, with the znode version)."""
+    import asyncio
+
+    from kafkalite.cluster import admin_zk
+    from kafkalite.cluster.zk import ZkClient
+    from tests.cluster.test_controller import SESSION_MS, register, states as zstates
+    from tests.cluster.test_controller import eventually as aeventually
+
+    admin = ZkClient(connect, SESSION_MS)
+    await admin.start()
+    sessions = [admin]
+    out: list = []
+
+    async def snap(topic: str, accept=lambda s: True):
+        got = await aeventually(lambda: zstates(admin, topic), accept, timeout=30)
+        await asyncio.sleep(1.0)  # a second write of the same step would show too
+        got = await zstates(admin, topic)
+        out.append({p: (s.leader, s.leader_epoch, s.isr, v) for p, (s, v) in got.items()})
+
+    try:
+        await admin.ensure_persistent_paths()
+        one, two = await register(connect, 1), await register(connect, 2)
+        sessions += [one, two]
+        await admin_zk.create_topic(admin, "u", 1, 2, assignment={0: [1, 2]})
+        await snap("u", lambda s: len(s) == 1)
+        await two.close()  # u-0: 1 alone in sync
+        await snap("u", lambda s: s[0][0].isr == (1,))
+        sessions.append(await register(connect, 2))
+        await asyncio.sleep(1.5)  # the controller has taken 2 in
+        await admin_zk.create_topic(admin, "t", 2, 2, assignment={0: [1, 2], 1: [2, 1]})
+        await admin_zk.create_topic(admin, "v", 1, 1, assignment={0: [1]})
+        await snap("t", lambda s: len(s) == 2)
+        await snap("v", lambda s: len(s) == 1)
+        epoch = (await one.exists(zkdata.broker_path(1))).czxid
+        code, remaining = await asyncio.to_thread(ask, bootstrap, 1, epoch)
+        out.append((code, sorted(remaining)))
+        await snap("t", lambda s: s[0][0].leader == 2)
+        await snap("u")
+        await snap("v")
+        return out
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+async def test_controlled_shutdown_states_match_kafka(zookeeper):
+    import asyncio
+
+    from kafkalite.testing import BrokerProcess
+    from tests.cluster.test_controller import SESSION_MS
+    if (reason := real_kafka.unavailable_reason()) is not None:
+        pytest.skip(reason)
+    kafka_connect = f"{zookeeper}/kafka-csz-{uuid.uuid4().hex}"
+    kafka = zkh.ZkModeKafka(kafka_connect, broker_id=0, settings=QUIET)
+    lite_connect = f"{zookeeper}/kl-csz-{uuid.uuid4().hex}"
+    lite = BrokerProcess(port=real_kafka.free_port_pair(), settings={
+        "node.id": "0", "zookeeper.connect": lite_connect,
+        "zookeeper.session.timeout.ms": str(SESSION_MS), **QUIET})
+    try:
+        await asyncio.to_thread(kafka.start)
+        await asyncio.to_thread(lite.start)
+        theirs = await _cs_play(kafka_connect, kafka.bootstrap)
+        ours = await _cs_play(lite_connect, lite.bootstrap)
+    finally:
+        kafka.cleanup()
+        lite.cleanup()
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == b, f"step {i}: kafkalite {a} / Kafka {b}"
+    assert len(ours) == len(theirs) == 8
+    # what the comparison rests on: u-0 stays with 1 (no other in-sync replica) and is
+    # answered; t-0 moves to 2, 1 leaves t-1's ISR, the single-replica v-0 is left alone
+    assert theirs[4] == (0, [("u", 0)])
+    assert theirs[5] == {0: (2, 1, (2,), 1), 1: (2, 1, (2,), 1)}
+    assert theirs[6] == theirs[1] and theirs[7] == theirs[3]
