@@ -277,29 +277,37 @@ async def _cs_play(connect: str, bootstrap: str) -> list:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
 
-async def test_controlled_shutdown_states_match_kafka(zookeeper):
+async def against_kafka(zookeeper: str, play) -> tuple[list, list]:
+    """play(connect, bootstrap) on two chroots: one whose broker 0 (and controller) is Apache
+    Kafka 3.8 in ZooKeeper mode, one whose broker 0 is kafkalite; (ours, theirs), compared
+    step by step."""
     import asyncio
 
     from kafkalite.testing import BrokerProcess
     from tests.cluster.test_controller import SESSION_MS
     if (reason := real_kafka.unavailable_reason()) is not None:
         pytest.skip(reason)
-    kafka_connect = f"{zookeeper}/kafka-csz-{uuid.uuid4().hex}"
+    kafka_connect = f"{zookeeper}/kafka-vs-{uuid.uuid4().hex}"
     kafka = zkh.ZkModeKafka(kafka_connect, broker_id=0, settings=QUIET)
-    lite_connect = f"{zookeeper}/kl-csz-{uuid.uuid4().hex}"
+    lite_connect = f"{zookeeper}/kl-vs-{uuid.uuid4().hex}"
     lite = BrokerProcess(port=real_kafka.free_port_pair(), settings={
         "node.id": "0", "zookeeper.connect": lite_connect,
         "zookeeper.session.timeout.ms": str(SESSION_MS), **QUIET})
     try:
         await asyncio.to_thread(kafka.start)
         await asyncio.to_thread(lite.start)
-        theirs = await _cs_play(kafka_connect, kafka.bootstrap)
-        ours = await _cs_play(lite_connect, lite.bootstrap)
+        theirs = await play(kafka_connect, kafka.bootstrap)
+        ours = await play(lite_connect, lite.bootstrap)
     finally:
         kafka.cleanup()
         lite.cleanup()
     for i, (a, b) in enumerate(zip(ours, theirs)):
         assert a == b, f"step {i}: kafkalite {a} / Kafka {b}"
+    return ours, theirs
+
+
+async def test_controlled_shutdown_states_match_kafka(zookeeper):
+    ours, theirs = await against_kafka(zookeeper, _cs_play)
     assert len(ours) == len(theirs) == 8
     # what the comparison rests on: u-0 stays with 1 (no other in-sync replica) and is
     # answered; t-0 moves to 2, 1 leaves t-1's ISR, the single-replica v-0 is left alone

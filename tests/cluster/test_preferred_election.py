@@ -214,30 +214,8 @@ async def rejoin_pair(admin: ZkClient) -> None:
 
 
 async def test_elect_leaders_answers_as_kafka_in_zookeeper_mode(zookeeper):
-    import uuid
-
-    from kafkalite.testing import BrokerProcess
-    from tests.helpers import real_kafka, zookeeper as zkh
-    if (reason := real_kafka.unavailable_reason()) is not None:
-        import pytest
-        pytest.skip(reason)
-    quiet = {"auto.leader.rebalance.enable": "false"}
-    kafka_connect = f"{zookeeper}/kafka-el-{uuid.uuid4().hex}"
-    kafka = zkh.ZkModeKafka(kafka_connect, broker_id=0, settings=quiet)
-    lite_connect = f"{zookeeper}/kl-el-{uuid.uuid4().hex}"
-    lite = BrokerProcess(port=real_kafka.free_port_pair(), settings={
-        "node.id": "0", "zookeeper.connect": lite_connect,
-        "zookeeper.session.timeout.ms": str(SESSION_MS), **quiet})
-    try:
-        await asyncio.to_thread(kafka.start)
-        await asyncio.to_thread(lite.start)
-        theirs = await vs_play(kafka_connect, kafka.bootstrap)
-        ours = await vs_play(lite_connect, lite.bootstrap)
-    finally:
-        kafka.cleanup()
-        lite.cleanup()
-    for i, (a, b) in enumerate(zip(ours, theirs)):
-        assert a == b, f"step {i}: kafkalite {a} / Kafka {b}"
+    from tests.cluster.test_controlled_shutdown import against_kafka
+    ours, theirs = await against_kafka(zookeeper, vs_play)
     assert len(ours) == len(theirs) == 10
     # what the comparison rests on
     assert theirs[0][("t", 0)][0] == 84 and theirs[0][("nope", 0)][0] == 3  # not needed
