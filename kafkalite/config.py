@@ -68,6 +68,12 @@ BROKER_PROPS: list[Prop] = [
     Prop("broker.rack", "string", None, None, "Rack of the broker (rack-aware placement)."),
     Prop("kafkalite.controller.enable", "boolean", True, None, "With zookeeper.connect: "
          "contend for /controller. false only for tests that play the controller."),
+    Prop("controlled.shutdown.enable", "boolean", True),
+    Prop("controlled.shutdown.max.retries", "int", 3, _at_least(1)),
+    Prop("controlled.shutdown.retry.backoff.ms", "long", 5000, _at_least(0)),
+    Prop("auto.leader.rebalance.enable", "boolean", True),
+    Prop("leader.imbalance.check.interval.seconds", "long", 300, _at_least(1)),
+    Prop("leader.imbalance.per.broker.percentage", "int", 10, _at_least(0)),
     Prop("num.partitions", "int", 1, _at_least(1)),
     Prop("default.replication.factor", "int", 1, _at_least(1)),
     Prop("auto.create.topics.enable", "boolean", True),

@@ -173,7 +173,12 @@ class KafkaServer:
         client = self.membership.client
         self.controller = Controller(client, self.broker.node_id, live=self.membership,
                                      clock=self.clock,
-                                     unclean=self.config["unclean.leader.election.enable"])
+                                     unclean=self.config["unclean.leader.election.enable"],
+                                     auto_rebalance=self.config["auto.leader.rebalance.enable"],
+                                     imbalance_interval_ms=1000 * self.config[
+                                         "leader.imbalance.check.interval.seconds"],
+                                     imbalance_percentage=self.config[
+                                         "leader.imbalance.per.broker.percentage"])
         await self.controller.start()
         self.broker.controller = self.controller  # the admin handlers route through it
         self.local_topics = LocalTopics(self.broker, client)
@@ -230,6 +235,10 @@ class KafkaServer:
         """Stop accepting and reading, answer what is in flight, close the connections,
         flush and close the logs, write the clean-shutdown marker."""
         log.info("Shutting down")
+        if self.membership is not None:  # leadership moves off while this broker still serves
+            from .cluster.controlled_shutdown import controlled_shutdown
+            await controlled_shutdown(self.config, self.membership, self.cluster_view,
+                                      self.listeners[0])
         self.stopping = True
         for timer in self._timers.values():
             timer.cancel()

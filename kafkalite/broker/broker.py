@@ -304,7 +304,7 @@ class Broker:
         list of buffers (header first), or None when no response is due (acks=0)."""
         api_key, version, corr, client_id, pos = parse_fixed(frame)
         handler = HANDLERS.get(api_key)
-        if handler is None:
+        if handler is None or (handler.zk_only and not self.config["zookeeper.connect"]):
             raise MalformedRequest(refusal(api_key))
         if not handler.min_version <= version <= handler.max_version:
             if api_key == API_VERSIONS_KEY:
@@ -316,6 +316,10 @@ class Broker:
         if version < handler.decodable_from:
             assert handler.legacy is not None
             return [response_header(corr, False), handler.legacy(frame, pos, version)]
+        if handler.raw:  # no kio schema: the handler decodes and encodes the body
+            ctx = RequestContext(self, api_key, version, corr, client_id, peer, listener,
+                                 principal)
+            return [response_header(corr, False), await handler.fn(ctx, (frame, pos))]
         flexible = is_flexible(api_key, version)
         if flexible:
             pos = skip_tagged_fields(frame, pos)
