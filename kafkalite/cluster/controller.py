@@ -252,10 +252,20 @@ class Controller(FencedWrites):
         self.epochs = await self.broker_epochs()
         for topic in await self.zk.children(zkdata.TOPICS, watch=True):
             await self._load_topic(topic)
+        await self._offline_replicas()
         await self._bring_online(list(self.states) + self._uninitialized())
         await self.delete_marked_topics()
         await preferred.znode_election(self)
         self._schedule_rebalance(preferred.FIRST_CHECK_DELAY_MS)
+
+    async def _offline_replicas(self) -> None:
+        """Kafka's replicaStateMachine.startup, before the partitions': replicas on brokers
+        that are not live (they died while no controller ran, or under the previous one)
+        go offline, out of the ISR and no longer leading (remove_replica)."""
+        for replica in sorted({r for s, _ in self.states.values() for r in s.isr} - self.live):
+            for key in [k for k, (s, _) in self.states.items() if replica in s.isr]:
+                await self.update_state(
+                    key, lambda s, r=replica: remove_replica(s, r, self.epoch))
 
     def _uninitialized(self) -> list[PartitionKey]:
         return [(t, p) for t, a in self.topics.items() for p in sorted(a.partitions)

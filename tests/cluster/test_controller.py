@@ -337,3 +337,33 @@ async def _controller_process(connect: str, broker_id: int) -> None:
 
 if __name__ == "__main__":
     asyncio.run(_controller_process(sys.argv[1], int(sys.argv[2])))
+
+
+async def test_a_new_controller_takes_replicas_of_dead_brokers_offline(cluster):
+    """Brokers that died while no controller ran: the next controller takes their replicas
+    offline first (Kafka's replicaStateMachine.startup: out of the ISR, a dead leader
+    replaced by -1, the last ISR member kept), then elects (partitionStateMachine.startup)."""
+    brokers = {b: await cluster.broker(b) for b in (1, 2, 3)}
+    first = await cluster.controller(9)
+    assert await eventually(lambda: active(first), bool)
+    await admin_zk.create_topic(cluster.admin, "t", 2, 2, assignment={0: [1, 2], 1: [2, 3]})
+    await admin_zk.create_topic(cluster.admin, "s", 1, 1, assignment={0: [3]})
+    await wait_states(cluster.admin, "t", lambda s: len(s) == 2)
+    await wait_states(cluster.admin, "s", lambda s: len(s) == 1)
+    await first.stop()
+    await first.zk.close()  # its session, and with it /controller: no controller now
+    await brokers[3].close()
+    assert await eventually(lambda: live_ids(cluster.admin), lambda ids: ids == {1, 2}) == {1, 2}
+    second = await cluster.controller(8)
+    assert await eventually(lambda: active(second), bool)
+    got = await wait_states(cluster.admin, "t", lambda s: s[1][0].isr == (2,))
+    assert got[0][0].isr == (1, 2) and got[0][1] == 0  # untouched
+    # 3 left the ISR of partition 1 (led by 2): one write, leader epoch + 1
+    assert got[1] == (zkdata.PartitionState(2, 1, (2,), second.epoch), 1)
+    # the only replica of s-0 died: no leader, its ISR kept so it can lead again cleanly
+    solo = await wait_states(cluster.admin, "s", lambda s: s[0][0].leader == -1)
+    assert solo[0] == (zkdata.PartitionState(-1, 1, (3,), second.epoch), 1)
+
+
+async def live_ids(zk: ZkClient) -> set[int]:
+    return {int(c) for c in await zk.children(zkdata.BROKER_IDS)}
