@@ -8,8 +8,9 @@ import logging
 
 log = logging.getLogger("kafkalite.broker")
 
+_ZK_MODE = "ZooKeeper mode (zookeeper.connect)"
 _FEATURES = {
-    "ZooKeeper mode (zookeeper.connect)": {7: "ControlledShutdown"},
+    _ZK_MODE: {7: "ControlledShutdown"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
@@ -32,6 +33,9 @@ def refusal(api_key: int) -> str:
     if known is None:
         return f"unknown API key {api_key}"
     name, feature = known
+    if feature == _ZK_MODE:
+        return (f"{name} (API key {api_key}) is served only by brokers in {feature}; "
+                "this one runs without it")
     return f"{name} (API key {api_key}) is part of {feature}, which kafkalite does not serve"
 
 
