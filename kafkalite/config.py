@@ -68,6 +68,15 @@ BROKER_PROPS: list[Prop] = [
     Prop("broker.rack", "string", None, None, "Rack of the broker (rack-aware placement)."),
     Prop("kafkalite.controller.enable", "boolean", True, None, "With zookeeper.connect: "
          "contend for /controller. false only for tests that play the controller."),
+    # Replication between cluster brokers (cluster/replication.py, replica_fetcher.py).
+    Prop("replica.lag.time.max.ms", "long", 30000, _at_least(1)),
+    Prop("replica.fetch.wait.max.ms", "int", 500, _at_least(0)),
+    Prop("replica.fetch.min.bytes", "int", 1, _at_least(1)),
+    Prop("replica.fetch.max.bytes", "int", 1048576, _at_least(0)),
+    Prop("replica.fetch.response.max.bytes", "int", 10485760, _at_least(0)),
+    Prop("replica.fetch.backoff.ms", "int", 1000, _at_least(0)),
+    Prop("replica.socket.timeout.ms", "int", 30000),
+    Prop("replica.high.watermark.checkpoint.interval.ms", "long", 5000, _at_least(1)),
     Prop("num.partitions", "int", 1, _at_least(1)),
     Prop("default.replication.factor", "int", 1, _at_least(1)),
     Prop("auto.create.topics.enable", "boolean", True),

@@ -1,0 +1,204 @@
+"""A partition leader's follower states, high watermark, ISR shrink/expand and acks=all
+waiters (cluster/replication_leader.py), on the FakeClock, and a follower's truncation
+decision (replica_fetcher.truncation_offset)."""
+from __future__ import annotations
+
+import pytest
+
+from kafkalite.clock import FakeClock
+from kafkalite.cluster.replica_fetcher import truncation_offset
+from kafkalite.cluster.replication_leader import PartitionLeader
+from kafkalite.wire.errors import ErrorCode
+
+LAG = 30_000
+
+
+class Log:
+    """What the leader state machine reads of a log: its end, and a stored HW that only
+    update_high_watermark moves, clamped to the end (PartitionLog with replicated=True)."""
+
+    def __init__(self, leo: int = 0):
+        self.log_end_offset = leo
+        self.high_watermark = 0
+
+    def update_high_watermark(self, offset: int) -> bool:
+        offset = min(offset, self.log_end_offset)
+        moved = offset != self.high_watermark
+        self.high_watermark = offset
+        return moved
+
+
+def leader(log: Log, clock: FakeClock, isr=(1, 2, 3), replicas=(1, 2, 3), min_isr=1):
+    return PartitionLeader(log, 1, 5, replicas, isr, clock.monotonic_ms(), LAG,
+                           lambda: min_isr)
+
+
+def test_hw_is_the_smallest_leo_of_the_isr_and_never_goes_back():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock)
+    assert not lead.maybe_increment_hw()  # followers' LEOs unknown: the HW stays
+    lead.follower_fetched(2, 7, clock.monotonic_ms())
+    assert not lead.maybe_increment_hw() and log.high_watermark == 0  # 3 still unknown
+    lead.follower_fetched(3, 4, clock.monotonic_ms())
+    assert lead.maybe_increment_hw() and log.high_watermark == 4
+    lead.follower_fetched(3, 10, clock.monotonic_ms())
+    assert lead.maybe_increment_hw() and log.high_watermark == 7
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    assert lead.maybe_increment_hw() and log.high_watermark == 10
+    # a follower fetching from further back (it truncated) never moves the HW back
+    lead.follower_fetched(2, 3, clock.monotonic_ms())
+    assert not lead.maybe_increment_hw() and log.high_watermark == 10
+    log.log_end_offset = 12  # the leader's own append: the ISR has not fetched it yet
+    assert not lead.maybe_increment_hw() and log.high_watermark == 10
+
+
+def test_a_follower_out_of_the_isr_does_not_hold_the_hw():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1, 2))
+    lead.follower_fetched(3, 0, clock.monotonic_ms())
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    assert lead.maybe_increment_hw() and log.high_watermark == 10
+
+
+def test_alone_in_the_isr_the_hw_follows_the_log_end():
+    clock, log = FakeClock(), Log(3)
+    lead = leader(log, clock, isr=(1,))
+    assert lead.maybe_increment_hw() and log.high_watermark == 3
+    log.log_end_offset = 8
+    assert lead.maybe_increment_hw() and log.high_watermark == 8
+
+
+def test_shrink_after_the_lag_time_not_before():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock)
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    lead.follower_fetched(3, 10, clock.monotonic_ms())
+    log.log_end_offset = 20  # appended; 3 keeps fetching, 2 stops
+    clock.advance(LAG // 2)
+    lead.follower_fetched(3, 20, clock.monotonic_ms())
+    clock.advance(LAG // 2)
+    assert lead.shrunk(clock.monotonic_ms()) is None  # exactly the lag: still in sync
+    clock.advance(1)
+    assert lead.out_of_sync(clock.monotonic_ms()) == {2}
+    assert lead.shrunk(clock.monotonic_ms()) == (1, 3)
+
+
+def test_a_follower_at_the_log_end_stays_in_sync_however_long_idle():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock)
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    lead.follower_fetched(3, 10, clock.monotonic_ms())
+    clock.advance(10 * LAG)
+    assert lead.shrunk(clock.monotonic_ms()) is None
+
+
+def test_a_slow_follower_fetching_what_the_leader_had_at_its_last_fetch_is_caught_up():
+    """Kafka's lastCaughtUpTime rule: caught up as of the previous fetch."""
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1, 2), replicas=(1, 2))
+    clock.advance(LAG // 2)
+    lead.follower_fetched(2, 5, clock.monotonic_ms())  # behind (leader at 10)
+    clock.advance(LAG - 100)
+    log.log_end_offset = 15
+    lead.follower_fetched(2, 10, clock.monotonic_ms())  # what the leader had at the last fetch
+    # caught up as of its previous fetch, LAG - 100 ago (not since the leadership began)
+    assert lead.shrunk(clock.monotonic_ms()) is None
+    clock.advance(200)
+    assert lead.shrunk(clock.monotonic_ms()) == (1,)
+
+
+def test_expand_when_caught_up_to_the_hw_and_the_epoch_start():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1, 2))
+    assert lead.epoch_start_offset == 10
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    log.log_end_offset = 12
+    lead.follower_fetched(2, 12, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    assert log.high_watermark == 12
+    lead.follower_fetched(3, 9, clock.monotonic_ms())
+    assert lead.expansion(3) is None  # below the HW and the epoch's start
+    lead.follower_fetched(3, 12, clock.monotonic_ms())
+    assert lead.expansion(3) == (1, 2, 3)
+    assert lead.expansion(2) is None  # already in
+    lead.pending = (1, 2, 3)
+    assert lead.expansion(3) is None  # one ISR write at a time
+    lead.set_isr((1, 2, 3))
+    assert lead.pending is None and lead.isr == (1, 2, 3)
+
+
+def test_a_pending_expansion_counts_for_the_hw():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1,))
+    lead.maybe_increment_hw()
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    lead.pending = (1, 2)
+    log.log_end_offset = 14
+    assert not lead.maybe_increment_hw() and log.high_watermark == 10  # 2 has not got 14
+    lead.follower_fetched(2, 14, clock.monotonic_ms())
+    assert lead.maybe_increment_hw() and log.high_watermark == 14
+
+
+async def test_acks_all_waiters_released_by_the_hw():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1, 2), replicas=(1, 2), min_isr=2)
+    assert lead.enough_replicas()
+    log.log_end_offset = 13
+    first = lead.wait_for(11)
+    second = lead.wait_for(13)
+    lead.follower_fetched(2, 11, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    assert first.done() and first.result() == ErrorCode.none and not second.done()
+    lead.follower_fetched(2, 13, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    assert second.result() == ErrorCode.none
+    done = lead.wait_for(12)  # below the HW already
+    assert done.result() == ErrorCode.none
+
+
+async def test_min_insync_refuses_and_a_shrink_meanwhile_answers_after_append():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1, 2, 3), min_isr=2)
+    for r in (2, 3):
+        lead.follower_fetched(r, 10, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    log.log_end_offset = 11
+    fut = lead.wait_for(11)
+    lead.set_isr((1, 2))
+    assert lead.enough_replicas()
+    lead.set_isr((1,))  # both followers dropped out while the write waited
+    assert not lead.enough_replicas()  # the next acks=all: NOT_ENOUGH_REPLICAS
+    assert not fut.done()
+    assert lead.maybe_increment_hw() and log.high_watermark == 11  # alone, the HW moves
+    assert fut.result() == ErrorCode.not_enough_replicas_after_append
+
+
+async def test_waiters_fail_when_the_leadership_ends():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock)
+    log.log_end_offset = 11
+    fut = lead.wait_for(11)
+    lead.fail_waiters(ErrorCode.not_leader_or_follower)
+    assert fut.result() == ErrorCode.not_leader_or_follower
+
+
+def test_replicas_change_keeps_known_followers():
+    clock, log = FakeClock(), Log(10)
+    lead = leader(log, clock, isr=(1, 2), replicas=(1, 2))
+    lead.follower_fetched(2, 9, clock.monotonic_ms())
+    lead.set_replicas((1, 2, 4), clock.monotonic_ms())
+    assert lead.followers[2].leo == 9 and lead.followers[4].leo == -1
+    assert not lead.follower_fetched(7, 3, clock.monotonic_ms())  # not a replica
+
+
+@pytest.mark.parametrize("leo,hw,requested,leader_epoch,leader_end,own_ends,expected", [
+    (100, 90, 3, 3, 120, {}, 100),     # the leader has more of our epoch: nothing to cut
+    (100, 90, 3, 3, 80, {}, 80),       # a tail of our epoch the leader never had
+    (100, 90, 4, 3, 80, {3: 85}, 80),  # the leader never had epoch 4: its end of 3
+    (100, 90, 4, 3, 95, {3: 85}, 85),  # ... or ours of 3, whichever is smaller
+    (100, 90, 3, -1, -1, {}, 90),      # the leader knows no such epoch: the HW (pre-KIP-101)
+])
+def test_truncation_offset(leo, hw, requested, leader_epoch, leader_end, own_ends, expected):
+    assert truncation_offset(leo, hw, requested, leader_epoch, leader_end,
+                             own_ends.get) == expected
