@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import resource
@@ -66,6 +67,7 @@ class KafkaServer:
         self.cluster_view: Any = None  # cluster.zk_view.ZkClusterView with zookeeper.connect
         self.controller: Any = None  # cluster.controller.Controller, on every cluster broker
         self.local_topics: Any = None  # cluster.local_topics.LocalTopics
+        self.config_changes: Any = None  # cluster.config_changes.ConfigChanges
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -104,6 +106,10 @@ class KafkaServer:
             from .cluster.membership import join_cluster
             self.membership = await join_cluster(self.config, self.clock)
         self.broker.open()
+        if self.membership is not None:  # producer ids from the cluster's blocks
+            from .cluster.producer_ids import claim_block
+            self.broker.pids.use_blocks(functools.partial(
+                claim_block, self.membership.client, self.broker.node_id))
         host = self.listeners[0].host
         loop = asyncio.get_running_loop()
         metrics_port = self.config["kafkalite.metrics.port"]
@@ -133,6 +139,10 @@ class KafkaServer:
             from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
             self.cluster_view = await start_view(self.broker, self.membership, self.config)
             self.broker.view = self.cluster_view
+            from .cluster.config_changes import ConfigChanges  # topic configs from ZooKeeper
+            self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
+            self.broker.config_changes = self.config_changes
+            await self.config_changes.start()
             if self.config["kafkalite.controller.enable"]:
                 await self._start_controller()
         # Bound (the registration names the ports) but refusing connections until here, so
@@ -234,7 +244,8 @@ class KafkaServer:
             conn.abort(graceful=True)
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
-        for part in (self.local_topics, self.controller):  # before the logs and sessions go
+        # before the logs and sessions go
+        for part in (self.local_topics, self.controller, self.config_changes):
             if part is not None:
                 await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)

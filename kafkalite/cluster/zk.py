@@ -72,6 +72,7 @@ class Stat:
     version: int
     czxid: int
     ephemeral_owner: int
+    ctime: int = 0  # creation time (ms, ZooKeeper's clock): notifications expire by it
 
 
 @dataclass(frozen=True)
@@ -387,4 +388,4 @@ class ZkClient:
 
 
 def _stat(st: Any) -> Stat:
-    return Stat(st.version, st.czxid, st.ephemeralOwner)
+    return Stat(st.version, st.czxid, st.ephemeralOwner, st.ctime)

@@ -63,6 +63,14 @@ def topic_config_path(topic: str) -> str:
     return f"/config/topics/{topic}"
 
 
+DEFAULT_ENTITY = "<default>"  # ConfigEntityName.Default: the cluster-wide broker defaults
+
+
+def entity_config_path(entity_type: str, name: str) -> str:
+    """/config/<type>/<name>: an entity's dynamic configs, e.g. ("brokers", "<default>")."""
+    return f"/config/{entity_type}/{name}"
+
+
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS}/{topic}"
 
@@ -298,7 +306,7 @@ class PartitionState:
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:
-    """/config/topics/<t>. Kafka's key order here is a java.util.Properties' (a hash table):
+    """/config/topics/<t> (and any /config/<type>/<name>, the same form). Kafka's key order here is a java.util.Properties' (a hash table):
     readers treat it as a map, so keys are written in the order given."""
     return _json({"version": 1, "config": dict(config)})
 

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import struct
-from typing import Callable, Iterable, Iterator
+from typing import Awaitable, Callable, Iterable, Iterator
 
 from ..fileio import atomic_write
 from ..wire.errors import ErrorCode, KafkaError
@@ -286,7 +286,11 @@ class ProducerIdAllocator:
     out, made durable before any id under it is: after a crash, allocation resumes at the
     limit, so no id is handed out twice. The next block is reserved off the event loop when
     half of the current one is used, so InitProducerId waits on a disk sync only when a burst
-    outruns the disk (and once after start)."""
+    outruns the disk (and once after start).
+
+    In a cluster the blocks come from elsewhere instead (use_blocks: ZooKeeper's
+    /latest_producer_id_block), reserved ahead the same way; they need not follow one
+    another, so the next is kept aside until the current one runs out."""
 
     BLOCK = 1000
 
@@ -297,6 +301,8 @@ class ProducerIdAllocator:
         self._write = write
         self._next = 0
         self._limit = 0
+        self._ahead: list[tuple[int, int]] = []  # claimed blocks [first, end), in order
+        self._claim: Callable[[], Awaitable[tuple[int, int]]] | None = None
         self._reserving: asyncio.Future | None = None
         try:
             with open(path) as f:
@@ -304,14 +310,25 @@ class ProducerIdAllocator:
         except (FileNotFoundError, ValueError):
             pass
 
+    def use_blocks(self, claim: Callable[[], Awaitable[tuple[int, int]]]) -> None:
+        """From now on take ids only from the blocks claim() returns, as (first, last)
+        inclusive; call it before the first allocate(). The file is no longer written."""
+        self._claim = claim
+        self._next = self._limit = 0
+        self._ahead.clear()
+
     @property
     def reserving(self) -> bool:
-        """A block is being persisted."""
+        """A block is being persisted (or claimed)."""
         return self._reserving is not None
 
     async def allocate(self) -> int:
-        """A fresh producer id. Raises OSError when the next block cannot be persisted."""
+        """A fresh producer id. Raises OSError when the next block cannot be persisted (in a
+        cluster, what claim() raises)."""
         while self._next >= self._limit:
+            if self._ahead:
+                self._next, self._limit = self._ahead.pop(0)
+                continue
             fut = self._reserve()
             await fut
             if self._reserving is fut:
@@ -321,16 +338,23 @@ class ProducerIdAllocator:
                 await asyncio.sleep(0)
         pid = self._next
         self._next += 1
-        if self._limit - self._next <= self.block // 2 and self._reserving is None:
+        if self._left() <= self.block // 2 and self._reserving is None:
             self._reserve().add_done_callback(_log_failure)
         return pid
 
+    def _left(self) -> int:
+        return self._limit - self._next + sum(end - first for first, end in self._ahead)
+
     def _reserve(self) -> asyncio.Future:
         if self._reserving is None:
-            limit = max(self._limit, self._next) + self.block
-            loop = asyncio.get_running_loop()
-            fut = loop.run_in_executor(None, self._write, self.path, str(limit).encode())
-            fut.add_done_callback(lambda f: self._reserved(f, limit))
+            if self._claim is not None:
+                fut = asyncio.ensure_future(self._claim())
+                fut.add_done_callback(self._claimed)
+            else:
+                limit = max(self._limit, self._next) + self.block
+                loop = asyncio.get_running_loop()
+                fut = loop.run_in_executor(None, self._write, self.path, str(limit).encode())
+                fut.add_done_callback(lambda f: self._reserved(f, limit))
             self._reserving = fut
         return self._reserving
 
@@ -338,6 +362,12 @@ class ProducerIdAllocator:
         self._reserving = None
         if not fut.cancelled() and fut.exception() is None:
             self._limit = max(self._limit, limit)
+
+    def _claimed(self, fut: asyncio.Future) -> None:
+        self._reserving = None
+        if not fut.cancelled() and fut.exception() is None:
+            first, last = fut.result()
+            self._ahead.append((first, last + 1))
 
 
 def _log_failure(fut: asyncio.Future) -> None:

@@ -95,6 +95,7 @@ class Plan:
     ratio: float
     forced: bool
     delay_ms: int = 0  # how far past max.compaction.lag.ms its oldest dirty record is
+    truncations: int = 0  # the log's truncation count when planned (replica.py)
 
 
 @dataclass
@@ -113,6 +114,7 @@ class _Swap:
     new: Segment
     done: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
+    truncations: int = 0  # the plan's: a log truncated since is not swapped into
 
 
 class LogCleaner:
@@ -125,6 +127,7 @@ class LogCleaner:
         self.checkpoints = read_checkpoint(data_dir)
         self._lock = threading.Lock()  # checkpoints, _busy, _horizons
         self._busy: set[tuple[str, int]] = set()
+        self._truncations: dict[tuple[str, int], int] = {}  # the count plan() last saw
         self._failed: set[tuple[str, int]] = set()
         self._horizons: dict[tuple[str, int], int] = {}
         self._swaps: queue.SimpleQueue[_Swap] = queue.SimpleQueue()
@@ -150,7 +153,14 @@ class LogCleaner:
             return None
         segs = list(p.segments)
         start = p.log_start_offset
-        first_dirty = self.checkpoints.get((p.topic, p.partition), start)
+        key = (p.topic, p.partition)
+        if self._truncations.get(key, 0) != p.truncations:
+            # As Kafka's maybeTruncateCheckpoint: what a truncation removed was rewritten
+            # by the next leader; the records from there on are dirty again.
+            self._truncations[key] = p.truncations
+            if key in self.checkpoints:
+                self.checkpoints[key] = min(self.checkpoints[key], p.lowest_truncation)
+        first_dirty = self.checkpoints.get(key, start)
         if not start <= first_dirty <= segs[-1].base_offset:
             first_dirty = start  # a truncated or re-created log: as Kafka, from the start
         uncleanable = min(segs[-1].base_offset, p.last_stable_offset)
@@ -178,7 +188,7 @@ class LogCleaner:
         ratio = dirty / total
         if not forced and not (dirty and ratio > cfg.min_cleanable_ratio):
             return None
-        return Plan(p, segs, first_dirty, uncleanable, ratio, forced, delay)
+        return Plan(p, segs, first_dirty, uncleanable, ratio, forced, delay, p.truncations)
 
     def grab(self, now: int) -> Plan | None:
         """The partition to clean now, marked as being cleaned; None when none needs it."""
@@ -216,7 +226,10 @@ class LogCleaner:
         cfg = p.config
         started = self.clock.monotonic_ms()
         try:
-            throttle = core.Throttle(self.settings.io_max_bytes_per_second, self._stop.is_set)
+            # A truncation of the log (a follower's) removes or cuts segments being read.
+            throttle = core.Throttle(
+                self.settings.io_max_bytes_per_second,
+                lambda: self._stop.is_set() or p.truncations != plan.truncations)
             segs = plan.segments
             omap = OffsetMap(slots_for(self.settings.dedupe_buffer_size, self.settings.threads))
             end = core.build_map(segs[:-1], plan.first_dirty, plan.uncleanable, omap,
@@ -230,7 +243,7 @@ class LogCleaner:
             groups = core.group_segments(todo, cfg.segment_bytes, cfg.index_interval_bytes)
             for group in groups:
                 new = gc.clean(group, p.directory, cfg.index_interval_bytes)
-                if not apply(_Swap(p, group, new)):
+                if not apply(_Swap(p, group, new, truncations=plan.truncations)):
                     raise core.CleaningAborted(f"swap of {new.path} not applied")
             with self._lock:
                 self.checkpoints[key] = end
@@ -252,7 +265,12 @@ class LogCleaner:
                      plan.ratio)
         except core.CleaningAborted as e:
             log.info("Cleaning of %s-%d stopped: %s", p.topic, p.partition, e)
-        except Exception:
+        except Exception as e:
+            if p.truncations != plan.truncations:  # its files changed under it: not a fault
+                log.info("Cleaning of %s-%d stopped by a truncation: %s", p.topic,
+                         p.partition, e)
+                return
+
             log.exception("Cleaning of %s-%d failed; it is left alone until restart",
                           p.topic, p.partition)
             with self._lock:
@@ -266,6 +284,10 @@ class LogCleaner:
         """Swap the cleaned segment in (on the thread owning the log's segment list)."""
         p = swap.partition
         try:
+            if p.truncations != swap.truncations:
+                # The offset map may hold keys of records the truncation removed.
+                discard(swap.new)
+                raise ValueError("the log was truncated during cleaning")
             old = replace_segments(p, swap.old, swap.new)
         except (ValueError, OSError) as e:
             log.warning("Cleaned segment of %s-%d not swapped in: %s", p.topic, p.partition, e)

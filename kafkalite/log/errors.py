@@ -22,3 +22,12 @@ def storage_error(e: OSError, what: str) -> StorageError:
     if isinstance(e, StorageError):
         return e
     return StorageError(e.errno, f"{what}: {e.strerror or e}")
+
+
+class UnexpectedAppendOffset(LogError):
+    """A replicated append whose first offset is not the log end offset (a gap or an
+    overlap): Kafka's UnexpectedAppendOffsetException."""
+
+
+class CorruptRecord(LogError):
+    """A replicated batch that fails its framing or CRC check: CORRUPT_MESSAGE."""

@@ -184,7 +184,17 @@ class PartitionFlusher:
         """Queue a durable replacement of the small file `name`. Raises OSError when the
         directory cannot be opened."""
         dir_fd = open_dir(self.directory)
-        job = self._submit(_write_and_close, (dir_fd, name, data), f"checkpoint {name}")
+        job = self._submit(write_and_close, (dir_fd, name, data), f"checkpoint {name}")
+        assert job.future is not None
+        return job.future
+
+    def truncated(self, end_offset: int) -> Future:
+        """After the log was cut back to `end_offset`: the recovery point drops to it unless
+        it is lower, and the directory (which lost the removed segments' names) is fsynced,
+        so a crash cannot skip the check of what is appended next, nor bring removed
+        segments back. Raises OSError when the directory cannot be opened."""
+        dir_fd = open_dir(self.directory)
+        job = self._submit(_lower_recovery_point, (dir_fd, end_offset), "truncation")
         assert job.future is not None
         return job.future
 
@@ -219,7 +229,8 @@ async def wait_durable(fut: Future | None, label: str) -> None:
         raise storage_error(e, label) from e
 
 
-def _write_and_close(dir_fd: int, name: str, data: bytes) -> None:
+def write_and_close(dir_fd: int, name: str, data: bytes) -> None:
+    """write_at, then close `dir_fd` (a job's own descriptor)."""
     try:
         write_at(dir_fd, name, data)
     finally:
@@ -229,5 +240,17 @@ def _write_and_close(dir_fd: int, name: str, data: bytes) -> None:
 def _unlink_and_close(dir_fd: int, names: list[str]) -> None:
     try:
         unlink_at(dir_fd, names)
+    finally:
+        os.close(dir_fd)
+
+
+def _lower_recovery_point(dir_fd: int, end_offset: int) -> None:
+    try:
+        try:
+            with open(os.open(RECOVERY_POINT, os.O_RDONLY, dir_fd=dir_fd)) as f:
+                current = int(f.read().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            current = 0
+        write_at(dir_fd, RECOVERY_POINT, str(min(current, end_offset)).encode())
     finally:
         os.close(dir_fd)

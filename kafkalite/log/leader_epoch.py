@@ -161,7 +161,8 @@ def open_cache(directory: str, log_start: int, log_end: int, epoch: int,
     cache = LeaderEpochCache(entries)
     cache.truncate_from_end(log_end)  # a crash may have cut the log below what it knew
     cache.truncate_from_start(log_start)
-    cache.assign(epoch, log_end if cache.entries else log_start)
+    if epoch > cache.latest_epoch:  # a replica's newer epochs stay as they are
+        cache.assign(epoch, log_end if cache.entries else log_start)
     if cache.entries != entries:
         atomic_write(path, format_checkpoint(cache.entries), durable=False)
     cache.persist = persist

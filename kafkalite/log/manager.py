@@ -7,6 +7,7 @@
 #                                   Kafka's partition.metadata naming its topic id
 #   .kafkalite/topics/<topic>.json  topic id, partition count, config overrides
 #   .kafkalite_cleanshutdown        present only after a clean shutdown
+#   replication-offset-checkpoint   replicated partitions' high watermarks (hw_checkpoint.py)
 # A topic exists once its metadata file exists (written atomically). Nothing else in the
 # directory is deleted but kafkalite's own `*-delete` directories (deleted topics): a partition
 # directory of an unknown topic (its metadata file lost, an interrupted create) or anything
@@ -22,6 +23,7 @@ import logging
 import os
 import time
 import uuid
+from concurrent.futures import Future
 from typing import Any, Iterator
 
 from ..config import BrokerConfig, parse_topic_value
@@ -29,7 +31,9 @@ from ..fileio import atomic_write
 from ..topic_config import check_topic_configs
 from ..wire.recompress import target_codec
 from . import datadir
+from . import hw_checkpoint
 from .cleaner import CleanerSettings, LogCleaner
+from .flusher import open_dir, shared_flusher, write_and_close
 from .partition import LogConfig, PartitionLog
 from .topic_lifecycle import (MAX_NAME_LENGTH, Topic, TopicLifecycle, remove_in_background,
                               validate_topic_name)
@@ -84,6 +88,7 @@ class LogManager(TopicLifecycle):
             log.warning("No clean-shutdown marker in %s: recovering partition tails",
                         self.data_dir)
         t0 = time.monotonic()
+        hws = hw_checkpoint.read_checkpoint(self.data_dir)
         for name in sorted(os.listdir(self.meta_dir)):
             if not name.endswith(".json"):
                 continue
@@ -93,8 +98,10 @@ class LogManager(TopicLifecycle):
                           internal=meta.get("internal", False))
             lc = self.log_config(topic.configs)
             for p in range(meta["partitions"]):
-                topic.partitions.append(self._open_partition(topic, p, lc, known=True,
-                                                             recover=not self.was_clean))
+                part = self._open_partition(topic, p, lc, known=True,
+                                            recover=not self.was_clean)
+                part.restore_high_watermark(hws.get((topic.name, p), 0))
+                topic.partitions.append(part)
             topic.meta_partitions = len(topic.partitions)
             self._register(topic)
         self._scan_data_dir()
@@ -186,12 +193,31 @@ class LogManager(TopicLifecycle):
                         p.flush()
                     finally:
                         p.close()
+            try:
+                written = self.checkpoint_high_watermarks()
+                if written is not None:
+                    written.result()
+            except OSError as e:  # the next start begins from an older, lower one: safe
+                log.error("High watermark checkpoint not written at shutdown: %s", e)
             # Only the broker holding the lock may say that the directory was left clean.
             if clean and self._lock is not None and self._lock.held:
                 atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), b"")
         finally:
             if self._lock is not None:
                 self._lock.release()
+
+    def checkpoint_high_watermarks(self) -> Future | None:
+        """Queue an atomic, durable rewrite of `replication-offset-checkpoint` with every
+        replicated partition's high watermark, on the flusher thread; None (no file
+        written) while no partition is replicated. Raises OSError when the data directory
+        cannot be opened."""
+        entries = [(p.topic, p.partition, p.high_watermark)
+                   for p in self.all_partitions() if p.replicated]
+        if not entries:
+            return None
+        data = hw_checkpoint.format_checkpoint(entries)
+        return shared_flusher().submit(write_and_close, open_dir(self.data_dir),
+                                       hw_checkpoint.NAME, data)
 
     # --- a cluster's topics ----------------------------------------------------------------
 

@@ -1,14 +1,15 @@
 # The log of one partition: an ordered list of segments, offsets, roll, retention, flush.
 #
-# Single-broker semantics: the high watermark is the log end offset, and the partition
-# leader epoch is always 0. The log start offset advances with retention (whole segments)
+# A single node's high watermark is the log end offset and its batches carry leader epoch
+# 0; a replicated log (replica.py: follower appends, truncation, a stored high watermark)
+# gets the epochs its leaders stamp. The log start offset advances with retention (whole segments)
 # and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 # `epochs` is the leader-epoch cache (leader_epoch.py), kept in `leader-epoch-checkpoint`
 # as Kafka does: opening the log makes this broker leader at epoch 0 from the log end (a new
 # partition's file reads `0 0`), and a moving log start moves the first epoch's start.
 #
-# Deletion (retention, DeleteRecords) is retention.py's and transactions (the LSO,
-# `.txnindex` lookups) are txnlog.py's: this class inherits both.
+# Deletion (retention, DeleteRecords) is retention.py's, transactions (the LSO, `.txnindex`
+# lookups) are txnlog.py's and replication's side replica.py's: this class inherits them.
 #
 # Nothing here waits for the disk on the event loop's thread while the broker serves:
 # fsyncs (roll, flush.messages, flush.ms), checkpoints and unlinks of deleted segments go to
@@ -23,16 +24,16 @@ import os
 from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
-from ..wire.records import (HEADER_SIZE, BatchHeader, offset_prefix, parse_header,
-                            with_log_append_time)
+from ..wire.records import BatchHeader, offset_prefix, with_log_append_time
 from .errors import OffsetOutOfRange, StorageError, storage_error
 from . import partition_lookup
 from .flusher import PartitionFlusher, open_dir
 from . import leader_epoch
 from .reads import without_blocking
 from .recovery import load_segments, read_offset_file
+from .replica import ReplicaLog
 from .read_positions import LOG_OVERHEAD, ReadPositions, first_batch_size
 from .segment import Segment
 from .retention import START_CHECKPOINT, LogDeletion
@@ -69,7 +70,7 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
 
 
-class PartitionLog(LogDeletion, TransactionalLog):
+class PartitionLog(LogDeletion, TransactionalLog, ReplicaLog):
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
                  recover: bool = False, flusher: ThreadPoolExecutor | None = None):
         self.directory = directory
@@ -135,17 +136,18 @@ class PartitionLog(LogDeletion, TransactionalLog):
     def log_end_offset(self) -> int:
         return self.segments[-1].next_offset
 
-    high_watermark = log_end_offset
-
     @property
     def size(self) -> int:
         return sum(s.size for s in self.segments)
 
     # --- appends --------------------------------------------------------------------------
 
-    def append(self, batch: bytes, h: BatchHeader, now_ms: int | None = None) -> int:
-        """Append one validated batch; returns its base offset. Raises StorageError. When
-        flush.messages is reached, an fsync is queued: take_ack_flush() returns it."""
+    def append(self, batch: bytes, h: BatchHeader, now_ms: int | None = None,
+               leader_epoch: int = LEADER_EPOCH) -> int:
+        """Append one validated batch as the leader at `leader_epoch` (stamped in the batch;
+        a newer epoch than the cache's latest starts there); returns its base offset.
+        Raises StorageError. When flush.messages is reached, an fsync is queued:
+        take_ack_flush() returns it."""
         now = _now_ms() if now_ms is None else now_ms
         cfg = self.config
         max_ts = h.max_timestamp
@@ -156,8 +158,10 @@ class PartitionLog(LogDeletion, TransactionalLog):
         base = self.log_end_offset
         last = base + h.last_offset_delta
         seg = self.active
-        seg.append(offset_prefix(base, h.batch_length, LEADER_EPOCH), memoryview(batch)[16:],
+        seg.append(offset_prefix(base, h.batch_length, leader_epoch), memoryview(batch)[16:],
                    base, last, max_ts)
+        if leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(leader_epoch, base)
         self.unflushed_messages += h.records_count
         if self.unflushed_messages >= cfg.flush_messages:
             self._ack_flush = self.schedule_flush()
@@ -324,21 +328,6 @@ class PartitionLog(LogDeletion, TransactionalLog):
     async def max_timestamp_offset_async(self) -> tuple[int, int] | None:
         return await partition_lookup.without_waiting(partition_lookup.max_timestamp_offset,
                                                       self)
-
-    def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
-        """Headers of every batch ending at or after `from_offset` (state rebuilds)."""
-        for _seg, _pos, h in self._headers(from_offset):
-            yield h
-
-    def _headers(self, from_offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
-        i = max(bisect_right(self._bases, from_offset) - 1, 0)
-        for seg in self.segments[i:]:
-            found = seg.find(from_offset)
-            pos = found[0] if found else seg.size
-            while pos + HEADER_SIZE <= seg.size:
-                h = parse_header(seg.read(pos, HEADER_SIZE))
-                yield seg, pos, h
-                pos += h.size
 
     # --- durability -----------------------------------------------------------------------
 

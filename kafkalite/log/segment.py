@@ -251,17 +251,24 @@ class Segment:
     # --- lifecycle ------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every batch whose base offset is >= `offset`."""
+        """Remove every batch ending at or after `offset`, with its index entries; the
+        segment's end offset and timestamps are those of what remains (the headers past the
+        last index entry are scanned again, as at a reopen). Raises OSError."""
         found = self.find(offset)
         if found is None:
             return
         pos = found[0]
+        base = _PREFIX.unpack(os.pread(self.fd, _PREFIX.size, pos))[0]  # `offset`'s batch
         os.ftruncate(self.fd, pos)
         self.size = pos
         self.index.truncate_to_position(pos)
-        self.time_index.truncate_to_offset(offset)
-        self.txn_index.truncate_to(offset)
-        self.next_offset = offset
+        self.time_index.truncate_to_offset(base)
+        self.txn_index.truncate_to(base)
+        self._reset_state()
+        te = self.time_index.max_entry()
+        if te is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = te
+        self._scan(self.index.last()[1] if pos else 0, check_crc=False, rebuild=False)
 
     def flush(self) -> None:
         os.fsync(self.fd)

@@ -1,17 +1,17 @@
 # The transactional side of a partition's log (PartitionLog inherits it): the last stable
-# offset, the aborted transactions of its segments' `.txnindex` files, and the batch walk
+# offset, the aborted transactions of its segments' `.txnindex` files, and the batch walks
 # that the producer state replays at start (markers need their control type).
 #
 # The LSO is the first offset of the oldest ongoing transaction, which the producer state
 # keeps (`producer_state.first_unstable`, None when none is open: then the LSO is the high
-# watermark, with no other work), clamped to the log start.
+# watermark, with no other work), never above the high watermark nor below the log start.
 from __future__ import annotations
 
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Iterator
 
 from ..wire.batch_builder import marker_type
-from ..wire.records import CONTROL_BIT, BatchHeader
+from ..wire.records import CONTROL_BIT, HEADER_SIZE, BatchHeader, parse_header
 from .errors import storage_error
 from .txnindex import AbortedTxn
 
@@ -25,18 +25,29 @@ class TransactionalLog:
     producer_state: object | None
     log_start_offset: int
     log_end_offset: int
+    high_watermark: int
+
+    def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        """Headers of every batch ending at or after `from_offset` (state rebuilds)."""
+        for _seg, _pos, h in self._headers(from_offset):
+            yield h
 
     def _headers(self, from_offset: int) -> Iterator[tuple["Segment", int, BatchHeader]]:
-        raise NotImplementedError
+        i = max(bisect_right(self._bases, from_offset) - 1, 0)
+        for seg in self.segments[i:]:
+            found = seg.find(from_offset)
+            pos = found[0] if found else seg.size
+            while pos + HEADER_SIZE <= seg.size:
+                h = parse_header(seg.read(pos, HEADER_SIZE))
+                yield seg, pos, h
+                pos += h.size
 
     @property
     def last_stable_offset(self) -> int:
         first = getattr(self.producer_state, "first_unstable", None)
         if first is None:
-            return self.log_end_offset
-        return max(min(first, self.log_end_offset), self.log_start_offset)
-
-
+            return self.high_watermark
+        return max(min(first, self.high_watermark), self.log_start_offset)
 
     def may_have_aborted(self, fetch_offset: int) -> bool:
         """Whether a segment from the one holding `fetch_offset` on has a .txnindex (a

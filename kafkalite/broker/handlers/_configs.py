@@ -31,6 +31,7 @@ from ...log.manager import validate_topic_name
 from ...topic_config import check_topic_configs
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
+from .. import dynamic_configs
 from ..build import ZERO, make, response_module
 from ._storage import log_error_code
 
@@ -310,23 +311,64 @@ async def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
                               validate_only: bool) -> None:
     """Validate a topic's complete new override set, then store it unless validate_only.
     As Kafka's controller, a bad config is reported before a missing topic. A metadata
-    write that fails is KAFKA_STORAGE_ERROR for this resource (the change is not kept)."""
+    write that fails is KAFKA_STORAGE_ERROR for this resource (the change is not kept).
+    In a cluster, as Kafka's ZooKeeper mode (AdminZkClient.changeTopicConfig), the topic
+    must exist in ZooKeeper (checked first), and the set is written there for every broker
+    (cluster/config_changes.py)."""
     check_topic_resource(name)
+    changes = cluster_configs(broker)
+    if changes is not None:
+        await changes.check_topic(name)
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
         raise KafkaError(ErrorCode.invalid_config,
                          "Null value not supported for topic configs: " + ",".join(nulls))
     checked = check_topic_configs(configs)
-    if broker.logs.get(name) is None:
+    if changes is None and broker.logs.get(name) is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition,
                          f"The topic '{name}' does not exist.")
     if validate_only:
         return
+    if changes is not None:
+        return await changes.write_topic(name, checked)
     try:
         await broker.logs.set_topic_configs(name, checked)
     except OSError as e:
         err = storage_error(e, f"Cannot write the metadata of topic {name}")
         raise KafkaError(log_error_code(err), str(err)) from None
+
+
+def cluster_configs(broker) -> Any:
+    """The broker's cluster.config_changes.ConfigChanges in ZooKeeper mode, else None."""
+    return getattr(broker, "config_changes", None)
+
+
+async def topic_overrides(broker, name: str) -> dict[str, str]:
+    """A topic's current overrides: ZooKeeper's in a cluster, else the local log's."""
+    changes = cluster_configs(broker)
+    if changes is not None:
+        return await changes.topic_overrides(name)
+    topic = broker.logs.get(name)
+    return dict(topic.configs) if topic is not None else {}
+
+
+async def broker_dynamic(broker, level: str) -> dict[str, str]:
+    """A dynamic config level's current set: ZooKeeper's in a cluster (other brokers change
+    the defaults too), else this broker's."""
+    changes = cluster_configs(broker)
+    stored = await changes.broker_configs(level) if changes is not None else None
+    return stored if stored is not None else dict(broker.config.dynamic[level])
+
+
+async def alter_broker_configs(broker, level: str, new: dict[str, str],
+                               validate_only: bool) -> None:
+    """Make `new` the level's complete dynamic set (broker/dynamic_configs.py); in a
+    cluster, once validated, it is first written to ZooKeeper for every broker."""
+    changes = cluster_configs(broker)
+    if changes is not None and not validate_only:
+        dynamic_configs.validate(broker.config, level, new)
+        await changes.write_brokers(level, new)
+    dynamic_configs.alter(broker, level, new, validate_only)
 
 
 async def alter_response(ctx, req, alter_one: Callable[..., Awaitable[None]]) -> Any:

@@ -8,6 +8,10 @@
 # null values are INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
 # The answer waits for the metadata file's durable write (off the loop); a write that fails
 # is KAFKA_STORAGE_ERROR for that topic, and its change is taken back.
+# In a ZooKeeper cluster (any broker takes it, as Kafka's ZooKeeper mode): the topic must exist
+# in ZooKeeper (UNKNOWN_TOPIC_OR_PARTITION before any config check, as AdminZkClient), then the
+# set goes to /config/topics/<t> with a /config/changes notification, and every broker applies
+# it to its local log from there (cluster/config_changes.py).
 # For a BROKER resource ("<node.id>" or "" for the cluster-wide defaults) the configs given
 # become that level's complete dynamic set, validated, persisted and applied at once as
 # Kafka's dynamic broker configs (see broker/dynamic_configs.py for what is refused).
@@ -16,12 +20,11 @@
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode, KafkaError
-from .. import dynamic_configs
 from ..registry import api
 from ...security.acl_check import config_refusal
 from ...security.acls import Operation
-from ._configs import (BROKER, TOPIC, alter_response, apply_topic_configs, broker_level,
-                       check_alter_resource)
+from ._configs import (BROKER, TOPIC, alter_broker_configs, alter_response,
+                       apply_topic_configs, broker_level, check_alter_resource)
 
 
 async def _alter(broker, r, duplicated: bool, validate_only: bool,
@@ -33,8 +36,8 @@ async def _alter(broker, r, duplicated: bool, validate_only: bool,
         await apply_topic_configs(broker, r.resource_name,
                                   {c.name: c.value for c in r.configs}, validate_only)
     elif r.resource_type == BROKER:
-        dynamic_configs.alter(broker, broker_level(broker, r.resource_name),
-                              {c.name: c.value for c in r.configs}, validate_only)
+        await alter_broker_configs(broker, broker_level(broker, r.resource_name),
+                                   {c.name: c.value for c in r.configs}, validate_only)
     else:
         raise KafkaError(ErrorCode.invalid_request,
                          f"Unknown resource type {r.resource_type}")

@@ -7,7 +7,9 @@
 # ConfigurationControlManager does. The resulting override set is validated as a whole
 # (INVALID_CONFIG), then stored and applied to the live partitions unless validate_only; an
 # unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a metadata write that fails is
-# KAFKA_STORAGE_ERROR for that topic (its change taken back), as in AlterConfigs. BROKER
+# KAFKA_STORAGE_ERROR for that topic (its change taken back), as in AlterConfigs; in a
+# ZooKeeper cluster the ops apply to ZooKeeper's override set and the result is written there
+# as AlterConfigs does (cluster/config_changes.py). BROKER
 # resources ("<node.id>", or "" for the cluster-wide defaults) change that level's dynamic
 # configs the same way (APPEND/SUBTRACT on a non-list config: INVALID_CONFIG "Config value
 # append is not allowed for config key"), then validate, persist and apply the result
@@ -26,13 +28,14 @@ import logging
 from ...config import PROPS, TOPIC_PROP_MAP, format_value
 from ...coordinator.group_configs import GroupConfigError, validate as validate_group
 from ...wire.errors import ErrorCode, KafkaError
-from .. import dynamic_configs
 from ..registry import api
 from ...security.acl_check import config_refusal
 from ...security.acls import Operation
 from ._configs import (BROKER, BROKER_LOGGER, GROUP, LOG_LEVELS, ROOT_LOGGER, TOPIC,
-                       alter_response, apply_topic_configs, broker_level,
-                       check_alter_resource, group_store, loggers, node_id_of)
+                       alter_broker_configs, alter_response, apply_topic_configs,
+                       broker_dynamic, broker_level,
+                       check_alter_resource, group_store, loggers, node_id_of,
+                       topic_overrides)
 
 log = logging.getLogger("kafkalite.broker")
 
@@ -136,8 +139,7 @@ async def _alter(broker, r, duplicated: bool, validate_only: bool,
     if refusal is not None:  # after the request's own checks, as Kafka's broker preprocess
         raise KafkaError(*refusal)
     if r.resource_type == TOPIC:
-        topic = broker.logs.get(r.resource_name)
-        current = dict(topic.configs) if topic is not None else {}
+        current = await topic_overrides(broker, r.resource_name)
         await apply_topic_configs(broker, r.resource_name,
                                   _apply_ops(current, r.configs), validate_only)
     elif r.resource_type == BROKER:
@@ -146,8 +148,8 @@ async def _alter(broker, r, duplicated: bool, validate_only: bool,
                 raise KafkaError(ErrorCode.invalid_request,
                                  f"Unknown operations type {c.config_operation}")
         level = broker_level(broker, r.resource_name)
-        new = _apply_ops(broker.config.dynamic[level], r.configs, broker=True)
-        dynamic_configs.alter(broker, level, new, validate_only)  # type: ignore[arg-type]
+        new = _apply_ops(await broker_dynamic(broker, level), r.configs, broker=True)
+        await alter_broker_configs(broker, level, new, validate_only)  # type: ignore[arg-type]
     elif r.resource_type == BROKER_LOGGER:
         _loggers(broker, r.resource_name, r.configs, validate_only)
     elif r.resource_type == GROUP:

@@ -6,11 +6,16 @@
 # time index and a scan of batch headers, the first record whose timestamp is at or after it
 # (only that batch is decoded); none found answers offset -1 and timestamp -1. A batch that
 # does not decode answers CORRUPT_MESSAGE for its partition (Kafka's CorruptRecordException).
-# The answered leader epoch is the records' (0: the log's leader-epoch cache has only epoch 0
-# until replication stamps others). Leadership and current_leader_epoch are the cluster
-# view's: one node leads at epoch 0 (a newer epoch: UNKNOWN_LEADER_EPOCH); in a cluster a
-# partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER, an older epoch
-# FENCED_LEADER_EPOCH. v10 (Kafka
+# The answered leader epoch, as Kafka's Partition.fetchOffsetForTimestamp: latest answers the
+# partition's current leader epoch; any other lookup the epoch the found offset was written
+# in (the log's leader-epoch cache). On one node every epoch is 0. After a leader change
+# the new leader's high watermark can lag the start of its epoch until the followers catch
+# up: latest, and lookups, then answer OFFSET_NOT_AVAILABLE, as Kafka, so a client does not
+# take an offset below what it may already have read for the end. Lookups by time or -3 do
+# not find offsets at or past the high watermark (read_uncommitted) or the LSO. Leadership
+# and current_leader_epoch are the cluster view's: one node leads at epoch 0 (a newer
+# epoch: UNKNOWN_LEADER_EPOCH); in a cluster a partition this broker does not lead answers
+# NOT_LEADER_OR_FOLLOWER, an older epoch FENCED_LEADER_EPOCH. v10 (Kafka
 # 4.0, KIP-1075) adds timeout_ms, the wait for a tiered-storage offset; nothing here waits,
 # so it is read and ignored (Kafka 3.8 serves up to v8). A partition named more than once in
 # one request is INVALID_REQUEST at each mention, as Kafka's duplicatePartitions check.
@@ -36,14 +41,26 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -
 
 
 async def lookup(p, timestamp: int, committed: bool = False) -> tuple[int, int]:
-    """(timestamp, offset) answer for one partition."""
-    if committed:
-        ts, off = await lookup(p, timestamp)
-        lso = p.last_stable_offset
-        if timestamp == LATEST:
-            return -1, lso
-        searched = timestamp >= 0 or timestamp == MAX_TIMESTAMP
-        return (-1, -1) if searched and off >= lso else (ts, off)
+    """(timestamp, offset) answer for one partition: nothing at or past the last fetchable
+    offset (the LSO read_committed, else the high watermark) is found."""
+    ts, off = await _lookup(p, timestamp)
+    fetchable = p.last_stable_offset if committed else p.high_watermark
+    if timestamp == LATEST:
+        return -1, fetchable
+    searched = timestamp >= 0 or timestamp == MAX_TIMESTAMP
+    return (-1, -1) if searched and off >= fetchable else (ts, off)
+
+
+def _epoch_lag(p, leader_epoch: int) -> bool:
+    """Whether the high watermark lags the start of this leader's epoch (a new leader whose
+    followers have not caught up): Kafka answers OFFSET_NOT_AVAILABLE then."""
+    entries = p.epochs.entries
+    if not entries or entries[-1][0] != leader_epoch:
+        return False
+    return entries[-1][1] > p.high_watermark
+
+
+async def _lookup(p, timestamp: int) -> tuple[int, int]:
     if timestamp == LATEST:
         return -1, p.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
@@ -84,7 +101,18 @@ async def handle(ctx, req):
                 ts, off = await lookup(p, rp.timestamp, committed)
             except (ValueError, IndexError) as e:  # a stored batch that does not decode
                 raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
-            code, epoch = ErrorCode.none, 0 if off >= 0 else -1  # no offset: no epoch
+            leader_epoch = view.leader_epoch(name, rp.partition_index)
+            searched = rp.timestamp not in (EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD)
+            if searched and (off < 0 or rp.timestamp == LATEST) and v >= 2 \
+                    and _epoch_lag(p, leader_epoch):  # v0-1 carry no isolation level
+                raise KafkaError(ErrorCode.offset_not_available)
+            if off < 0:
+                epoch = -1  # no offset: no epoch
+            elif rp.timestamp == LATEST:
+                epoch = max(leader_epoch, 0)
+            else:
+                epoch = p.epochs.epoch_for_offset(off)
+            code = ErrorCode.none
         except KafkaError as e:
             ts, off, code, epoch = -1, -1, e.code, -1
         except LogError as e:

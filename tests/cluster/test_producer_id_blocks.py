@@ -1,0 +1,121 @@
+# Producer ids unique across a ZooKeeper-coordinated cluster (issue 17): brokers claim blocks
+# of 1000 ids from /latest_producer_id_block with conditional writes, as Kafka's ZooKeeper-mode
+# ProducerIdManager. Racing claimers on the real ZooKeeper never share a block; three spawned
+# kafkalite brokers answering InitProducerId at once hand out distinct ids from contiguous
+# blocks, each block one broker's; the znode is byte for byte what Kafka 3.8 in ZooKeeper mode
+# writes for the same broker id.
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from kafka.protocol.producer import InitProducerIdRequest
+
+from kafkalite.cluster import zkdata
+from kafkalite.cluster.producer_ids import BLOCK_SIZE, claim_block
+from kafkalite.cluster.zk import ZkClient
+from tests.cluster.test_membership import (WAIT_S, Zk, brokers, connect, registered,  # noqa: F401
+                                           zk)
+from tests.cluster.test_kafka_znodes import kafka_on_zookeeper  # noqa: F401
+from tests.helpers import zookeeper as zkh
+from tests.helpers.kbatch import connect as open_socket
+from tests.helpers.kbatch import decode_response, recv_frame, request_bytes
+from tests.helpers.real_kafka import eventually
+
+PER_BROKER = 700  # beyond half a block: every broker claims a second block ahead
+
+
+def init_producer_ids(bootstrap: str, n: int) -> list[int]:
+    """n idempotent InitProducerId v4 requests, pipelined on one connection: the ids."""
+    req = InitProducerIdRequest[4](transactional_id=None, transaction_timeout_ms=60000,
+                                   producer_id=-1, producer_epoch=-1)
+    from kafka.protocol.api_header import ResponseClassRegistry
+    cls = ResponseClassRegistry._response_class_registry[req.API_KEY]
+    out = []
+    with open_socket(bootstrap, timeout=30) as s:
+        for start in range(0, n, 50):  # a window of 50 in flight
+            count = min(50, n - start)
+            s.sendall(b"".join(request_bytes(req, start + i) for i in range(count)))
+            for i in range(count):
+                corr, resp = decode_response(cls, 4, recv_frame(s))
+                assert (corr, resp.error_code) == (start + i, 0)
+                out.append(resp.producer_id)
+    return out
+
+
+def latest_block(z: Zk) -> tuple[zkdata.ProducerIdBlock | None, bytes]:
+    data, _ = z.client.get(zkdata.PRODUCER_ID_BLOCK)
+    return (zkdata.ProducerIdBlock.decode(data) if data else None), data
+
+
+async def test_racing_claimers_never_share_a_block_and_blocks_are_contiguous(zookeeper):
+    connect_ = zkh.chroot_connect(zookeeper)
+    clients = [ZkClient(connect_, 6000) for _ in range(3)]
+    for c in clients:
+        await c.start()
+    try:
+        await clients[0].ensure_persistent_paths()  # the empty znode, as a broker's start
+        claims = [claim_block(c, broker_id=i + 1) for _ in range(5)
+                  for i, c in enumerate(clients)]
+        blocks = await asyncio.gather(*claims)
+        assert sorted(blocks) == [(k * BLOCK_SIZE, k * BLOCK_SIZE + BLOCK_SIZE - 1)
+                                  for k in range(15)]
+        data, st = await clients[0].get(zkdata.PRODUCER_ID_BLOCK)
+        latest = zkdata.ProducerIdBlock.decode(data)
+        assert (latest.block_start, latest.block_end) == (14_000, 14_999)
+        assert st.version == 15  # one successful conditional write per block
+    finally:
+        for c in clients:
+            await c.close()
+
+
+def test_three_brokers_hand_out_distinct_ids_from_contiguous_blocks(brokers, zk):
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3)))
+    z = zk()
+    registered(z, {1, 2, 3})
+    got: dict[int, list[int]] = {}
+    errors: list[BaseException] = []
+
+    def run(node: int) -> None:
+        try:
+            got[node] = init_producer_ids(procs[node].bootstrap, PER_BROKER)
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(n,)) for n in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    every = [pid for ids in got.values() for pid in ids]
+    assert len(every) == len(set(every)) == 3 * PER_BROKER
+    owners: dict[int, set[int]] = {}
+    for node, ids in got.items():
+        assert ids == sorted(ids)  # one broker's ids only grow
+        for pid in ids:
+            owners.setdefault(pid // BLOCK_SIZE, set()).add(node)
+    assert all(len(o) == 1 for o in owners.values()), owners  # a block is one broker's
+    # every broker went past half its first block: each claims a second one ahead
+    latest = eventually(lambda: latest_block(z)[0],
+                        lambda b: b is not None and b.block_end + 1 >= 6 * BLOCK_SIZE,
+                        timeout=WAIT_S)
+    assert latest.size == BLOCK_SIZE and latest.block_start % BLOCK_SIZE == 0
+    claimed = (latest.block_end + 1) // BLOCK_SIZE
+    assert claimed == 6 and set(owners) <= set(range(claimed))
+    assert latest.broker in procs
+
+
+def test_the_znode_is_what_kafka_writes(kafka_on_zookeeper, brokers, zk):
+    _, kafka_connect = kafka_on_zookeeper  # Kafka 3.8, broker 0, after an idempotent producer
+    theirs = Zk(kafka_connect)
+    try:
+        kafka_data, kafka_st = theirs.client.get(zkdata.PRODUCER_ID_BLOCK)
+    finally:
+        theirs.close()
+    (proc,) = brokers(0)
+    z = zk()
+    registered(z, {0})
+    init_producer_ids(proc.bootstrap, 1)
+    data, st = z.client.get(zkdata.PRODUCER_ID_BLOCK)
+    assert data == kafka_data  # {"version":1,"broker":0,"block_start":"0","block_end":"999"}
+    assert st.version == kafka_st.version
