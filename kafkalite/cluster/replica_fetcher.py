@@ -30,17 +30,16 @@ from typing import Any
 from kio.serial import entity_reader
 
 from ..broker.build import ms
+from ..log.replica import follow_producer_state
 from ..wire.codec import encode, is_flexible, response_class
 from ..wire.errors import ErrorCode
 from ..wire.header import skip_tagged_fields
-from ..wire.records import TRANSACTIONAL_BIT
 
 log = logging.getLogger("kafkalite.replication")
 
 FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
 FETCH_VERSION, OFFSETS_VERSION = 17, 4
 UNDEFINED = -1
-CONTROL_BIT = 0x20
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhih")
 
@@ -252,32 +251,12 @@ class SourceFetcher:
         if data:
             headers = p.append_replica(data)
             if headers:
-                follow_producer_state(self.owner.broker, p, headers)
+                follow_producer_state(p, self.owner.broker.producer_state(p), headers)
                 appended = True
         p.update_high_watermark(min(r.high_watermark, p.log_end_offset))
         if appended:
             self.owner.broker.notifier.wake(f.topic, f.partition)
         return appended
-
-
-def follow_producer_state(broker: Any, p: Any, headers: list) -> None:
-    """The producer state after a follower's append, as the leader's after its own (and as
-    a replay of the log at start: ProducerStates.load)."""
-    state = broker.producer_state(p)
-    for h in headers:
-        if h.producer_id < 0:
-            continue
-        if h.attributes & CONTROL_BIT:
-            for _h, control in p.iter_state_batches(h.base_offset):
-                if control >= 0:
-                    state.end(h.producer_id, h.producer_epoch, -1, h.base_offset,
-                              h.max_timestamp)
-                break
-            continue
-        state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
-                     h.base_offset, h.max_timestamp)
-        if h.attributes & TRANSACTIONAL_BIT:
-            state.begin(h.producer_id, h.base_offset)
 
 
 class ReplicaFetchers:

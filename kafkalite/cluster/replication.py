@@ -79,6 +79,7 @@ class Replication:
             self.fetchers.unfollow(topic, partition)
             return
         p.replicated = True
+        p.on_truncate = self._truncated
         now = self.clock.monotonic_ms()
         if new.leader == self.node_id:
             self.fetchers.unfollow(topic, partition)
@@ -102,6 +103,10 @@ class Replication:
             self.fetchers.follow(topic, partition, new.leader, new.leader_epoch, p)
         else:
             self.fetchers.unfollow(topic, partition)
+
+    def _truncated(self, p: Any, offset: int) -> None:
+        """A follower's truncation: its producer state back to what the log now holds."""
+        self.broker.producers.load(p)
 
     def _resign(self, key: Key) -> None:
         leader = self.leaders.pop(key, None)

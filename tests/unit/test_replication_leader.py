@@ -1,40 +1,52 @@
 """A partition leader's follower states, high watermark, ISR shrink/expand and acks=all
-waiters (cluster/replication_leader.py), on the FakeClock, and a follower's truncation
-decision (replica_fetcher.truncation_offset)."""
+waiters (cluster/replication_leader.py) over a real replicated PartitionLog, on the
+FakeClock, and a follower's truncation decision (replica_fetcher.truncation_offset)."""
 from __future__ import annotations
 
 import pytest
 
 from kafkalite.clock import FakeClock
+from kafkalite.log.partition import LogConfig, PartitionLog
+from kafkalite.wire.records import parse_header
 from kafkalite.cluster.replica_fetcher import truncation_offset
 from kafkalite.cluster.replication_leader import PartitionLeader
 from kafkalite.wire.errors import ErrorCode
+from tests.helpers.kbatch import simple_batch
 
 LAG = 30_000
+T0 = 1_700_000_000_000
 
 
-class Log:
-    """What the leader state machine reads of a log: its end, and a stored HW that only
-    update_high_watermark moves, clamped to the end (PartitionLog with replicated=True)."""
-
-    def __init__(self, leo: int = 0):
-        self.log_end_offset = leo
-        self.high_watermark = 0
-
-    def update_high_watermark(self, offset: int) -> bool:
-        offset = min(offset, self.log_end_offset)
-        moved = offset != self.high_watermark
-        self.high_watermark = offset
-        return moved
+def grow(log: PartitionLog, to: int) -> None:
+    """Leader appends up to log end offset `to` (one batch)."""
+    batch = simple_batch(to - log.log_end_offset, ts=T0)
+    log.append(batch, parse_header(batch), T0, leader_epoch=5)
 
 
-def leader(log: Log, clock: FakeClock, isr=(1, 2, 3), replicas=(1, 2, 3), min_isr=1):
+@pytest.fixture
+def open_log(tmp_path):
+    made = []
+
+    def make(leo: int = 0) -> PartitionLog:
+        p = PartitionLog(str(tmp_path / f"t-{len(made)}"), "t", len(made), LogConfig())
+        p.replicated = True  # the HW is stored, moved only by update_high_watermark
+        made.append(p)
+        if leo:
+            grow(p, leo)
+        assert p.high_watermark == 0
+        return p
+    yield make
+    for p in made:
+        p.close()
+
+
+def leader(log: PartitionLog, clock: FakeClock, isr=(1, 2, 3), replicas=(1, 2, 3), min_isr=1):
     return PartitionLeader(log, 1, 5, replicas, isr, clock.monotonic_ms(), LAG,
                            lambda: min_isr)
 
 
-def test_hw_is_the_smallest_leo_of_the_isr_and_never_goes_back():
-    clock, log = FakeClock(), Log(10)
+def test_hw_is_the_smallest_leo_of_the_isr_and_never_goes_back(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock)
     assert not lead.maybe_increment_hw()  # followers' LEOs unknown: the HW stays
     lead.follower_fetched(2, 7, clock.monotonic_ms())
@@ -48,32 +60,32 @@ def test_hw_is_the_smallest_leo_of_the_isr_and_never_goes_back():
     # a follower fetching from further back (it truncated) never moves the HW back
     lead.follower_fetched(2, 3, clock.monotonic_ms())
     assert not lead.maybe_increment_hw() and log.high_watermark == 10
-    log.log_end_offset = 12  # the leader's own append: the ISR has not fetched it yet
+    grow(log, 12)  # the leader's own append: the ISR has not fetched it yet
     assert not lead.maybe_increment_hw() and log.high_watermark == 10
 
 
-def test_a_follower_out_of_the_isr_does_not_hold_the_hw():
-    clock, log = FakeClock(), Log(10)
+def test_a_follower_out_of_the_isr_does_not_hold_the_hw(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2))
     lead.follower_fetched(3, 0, clock.monotonic_ms())
     lead.follower_fetched(2, 10, clock.monotonic_ms())
     assert lead.maybe_increment_hw() and log.high_watermark == 10
 
 
-def test_alone_in_the_isr_the_hw_follows_the_log_end():
-    clock, log = FakeClock(), Log(3)
+def test_alone_in_the_isr_the_hw_follows_the_log_end(open_log):
+    clock, log = FakeClock(), open_log(3)
     lead = leader(log, clock, isr=(1,))
     assert lead.maybe_increment_hw() and log.high_watermark == 3
-    log.log_end_offset = 8
+    grow(log, 8)
     assert lead.maybe_increment_hw() and log.high_watermark == 8
 
 
-def test_shrink_after_the_lag_time_not_before():
-    clock, log = FakeClock(), Log(10)
+def test_shrink_after_the_lag_time_not_before(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock)
     lead.follower_fetched(2, 10, clock.monotonic_ms())
     lead.follower_fetched(3, 10, clock.monotonic_ms())
-    log.log_end_offset = 20  # appended; 3 keeps fetching, 2 stops
+    grow(log, 20)  # appended; 3 keeps fetching, 2 stops
     clock.advance(LAG // 2)
     lead.follower_fetched(3, 20, clock.monotonic_ms())
     clock.advance(LAG // 2)
@@ -83,8 +95,8 @@ def test_shrink_after_the_lag_time_not_before():
     assert lead.shrunk(clock.monotonic_ms()) == (1, 3)
 
 
-def test_a_follower_at_the_log_end_stays_in_sync_however_long_idle():
-    clock, log = FakeClock(), Log(10)
+def test_a_follower_at_the_log_end_stays_in_sync_however_long_idle(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock)
     lead.follower_fetched(2, 10, clock.monotonic_ms())
     lead.follower_fetched(3, 10, clock.monotonic_ms())
@@ -92,14 +104,14 @@ def test_a_follower_at_the_log_end_stays_in_sync_however_long_idle():
     assert lead.shrunk(clock.monotonic_ms()) is None
 
 
-def test_a_slow_follower_fetching_what_the_leader_had_at_its_last_fetch_is_caught_up():
+def test_a_slow_follower_fetching_what_the_leader_had_at_its_last_fetch_is_caught_up(open_log):
     """Kafka's lastCaughtUpTime rule: caught up as of the previous fetch."""
-    clock, log = FakeClock(), Log(10)
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2), replicas=(1, 2))
     clock.advance(LAG // 2)
     lead.follower_fetched(2, 5, clock.monotonic_ms())  # behind (leader at 10)
     clock.advance(LAG - 100)
-    log.log_end_offset = 15
+    grow(log, 15)
     lead.follower_fetched(2, 10, clock.monotonic_ms())  # what the leader had at the last fetch
     # caught up as of its previous fetch, LAG - 100 ago (not since the leadership began)
     assert lead.shrunk(clock.monotonic_ms()) is None
@@ -107,13 +119,13 @@ def test_a_slow_follower_fetching_what_the_leader_had_at_its_last_fetch_is_caugh
     assert lead.shrunk(clock.monotonic_ms()) == (1,)
 
 
-def test_expand_when_caught_up_to_the_hw_and_the_epoch_start():
-    clock, log = FakeClock(), Log(10)
+def test_expand_when_caught_up_to_the_hw_and_the_epoch_start(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2))
     assert lead.epoch_start_offset == 10
     lead.follower_fetched(2, 10, clock.monotonic_ms())
     lead.maybe_increment_hw()
-    log.log_end_offset = 12
+    grow(log, 12)
     lead.follower_fetched(2, 12, clock.monotonic_ms())
     lead.maybe_increment_hw()
     assert log.high_watermark == 12
@@ -128,23 +140,23 @@ def test_expand_when_caught_up_to_the_hw_and_the_epoch_start():
     assert lead.pending is None and lead.isr == (1, 2, 3)
 
 
-def test_a_pending_expansion_counts_for_the_hw():
-    clock, log = FakeClock(), Log(10)
+def test_a_pending_expansion_counts_for_the_hw(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1,))
     lead.maybe_increment_hw()
     lead.follower_fetched(2, 10, clock.monotonic_ms())
     lead.pending = (1, 2)
-    log.log_end_offset = 14
+    grow(log, 14)
     assert not lead.maybe_increment_hw() and log.high_watermark == 10  # 2 has not got 14
     lead.follower_fetched(2, 14, clock.monotonic_ms())
     assert lead.maybe_increment_hw() and log.high_watermark == 14
 
 
-async def test_acks_all_waiters_released_by_the_hw():
-    clock, log = FakeClock(), Log(10)
+async def test_acks_all_waiters_released_by_the_hw(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2), replicas=(1, 2), min_isr=2)
     assert lead.enough_replicas()
-    log.log_end_offset = 13
+    grow(log, 13)
     first = lead.wait_for(11)
     second = lead.wait_for(13)
     lead.follower_fetched(2, 11, clock.monotonic_ms())
@@ -157,13 +169,13 @@ async def test_acks_all_waiters_released_by_the_hw():
     assert done.result() == ErrorCode.none
 
 
-async def test_min_insync_refuses_and_a_shrink_meanwhile_answers_after_append():
-    clock, log = FakeClock(), Log(10)
+async def test_min_insync_refuses_and_a_shrink_meanwhile_answers_after_append(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2, 3), min_isr=2)
     for r in (2, 3):
         lead.follower_fetched(r, 10, clock.monotonic_ms())
     lead.maybe_increment_hw()
-    log.log_end_offset = 11
+    grow(log, 11)
     fut = lead.wait_for(11)
     lead.set_isr((1, 2))
     assert lead.enough_replicas()
@@ -174,17 +186,17 @@ async def test_min_insync_refuses_and_a_shrink_meanwhile_answers_after_append():
     assert fut.result() == ErrorCode.not_enough_replicas_after_append
 
 
-async def test_waiters_fail_when_the_leadership_ends():
-    clock, log = FakeClock(), Log(10)
+async def test_waiters_fail_when_the_leadership_ends(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock)
-    log.log_end_offset = 11
+    grow(log, 11)
     fut = lead.wait_for(11)
     lead.fail_waiters(ErrorCode.not_leader_or_follower)
     assert fut.result() == ErrorCode.not_leader_or_follower
 
 
-def test_replicas_change_keeps_known_followers():
-    clock, log = FakeClock(), Log(10)
+def test_replicas_change_keeps_known_followers(open_log):
+    clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2), replicas=(1, 2))
     lead.follower_fetched(2, 9, clock.monotonic_ms())
     lead.set_replicas((1, 2, 4), clock.monotonic_ms())

@@ -172,7 +172,7 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
             return _partition_result(idx, 0, dup, -1, p.log_start_offset)
         if state.ongoing and not transactional:
             state.check_not_in_txn(h.producer_id)
-    base = p.append(records, h, now)
+    base = p.append(records, h, now, leader_epoch=broker.view.leader_epoch(topic, idx))
     if state is not None:
         state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
                      base, now if p.config.log_append_time else h.max_timestamp)
