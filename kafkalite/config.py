@@ -237,7 +237,8 @@ _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "batches are stored as the producer compressed them": (
         "compression.type", "compression.gzip.level", "compression.lz4.level",
         "compression.zstd.level"),
-    "one replica: acks=all is never refused with NOT_ENOUGH_REPLICAS": ("min.insync.replicas",),
+    "one replica without zookeeper.connect: acks=all is never refused with "
+    "NOT_ENOUGH_REPLICAS": ("min.insync.replicas",),
     "the operating system's socket buffer sizes are used": (
         "socket.send.buffer.bytes", "socket.receive.buffer.bytes"),
     "one event loop serves every connection and request": (
@@ -250,6 +251,8 @@ _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "no inter-broker protocol": ("inter.broker.protocol.version",),
 }
 IGNORED: dict[str, str] = {name: why for why, names in _IGNORED_WHY.items() for name in names}
+# Ignored by a single broker only: a cluster (zookeeper.connect) applies them.
+_CLUSTER_APPLIES = frozenset(("min.insync.replicas",))
 # Values that do what kafkalite does anyway, so they need no warning.
 _HARMLESS: dict[str, tuple[Any, ...]] = {"log.roll.jitter.ms": (None, 0),
                                          "log.roll.jitter.hours": (0,)}
@@ -259,6 +262,8 @@ def ignored_settings(cfg: "BrokerConfig") -> list[str]:
     """`name=value (why)` for every ignored property set to a value that matters."""
     out = []
     for name, why in IGNORED.items():
+        if name in _CLUSTER_APPLIES and cfg["zookeeper.connect"]:
+            continue
         value = cfg[name]
         if value != PROPS[name].default and value not in _HARMLESS.get(name, ()):
             out.append(f"{name}={format_value(value)} ({why})")
