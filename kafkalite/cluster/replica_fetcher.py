@@ -106,6 +106,7 @@ class Followed:
     truncating: bool = True
     topic_id: Any = None
     log: Any = field(default=None, repr=False)
+    delayed_until: float = 0.0  # after an error, the loop time it is asked about again
 
 
 class SourceFetcher:
@@ -135,16 +136,24 @@ class SourceFetcher:
 
     async def _run(self) -> None:
         owner = self.owner
+        loop = asyncio.get_running_loop()
         while self.partitions and not owner.closing:
             try:
                 if self._channel is None:
                     self._channel = await self._connect()
-                if any(f.truncating for f in self.partitions.values()):
-                    await self._truncate()
-                if any(not f.truncating for f in self.partitions.values()):
-                    if await self._fetch():
-                        continue
-                await asyncio.sleep(owner.backoff_s)
+                now = loop.time()
+                todo = [f for f in self.partitions.values()
+                        if f.truncating and f.delayed_until <= now]
+                if todo:
+                    await self._truncate(todo)
+                ready = [f for f in self.partitions.values()
+                         if not f.truncating and f.delayed_until <= now]
+                if ready:  # a long poll: the leader answers when it has data, or max_wait
+                    await self._fetch(ready)
+                    continue
+                if not todo:  # every partition backs off after an error (Kafka's delay)
+                    await asyncio.sleep(max(0.0, min(
+                        f.delayed_until for f in self.partitions.values()) - now))
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - a fetcher outlives any one failure
@@ -162,9 +171,11 @@ class SourceFetcher:
 
     # --- become-follower truncation -------------------------------------------------------
 
-    async def _truncate(self) -> None:
+    def _delay(self, f: Followed) -> None:
+        f.delayed_until = asyncio.get_running_loop().time() + self.owner.backoff_s
+
+    async def _truncate(self, todo: list[Followed]) -> None:
         owner = self.owner
-        todo = [f for f in self.partitions.values() if f.truncating]
         mod = owner.offsets_module
         by_topic: dict[str, list] = {}
         for f in todo:
@@ -183,6 +194,7 @@ class SourceFetcher:
             if r.error_code != ErrorCode.none:
                 log.info("OffsetForLeaderEpoch of %s-%d from %d: %s", f.topic, f.partition,
                          self.leader, ErrorCode(r.error_code).name)
+                self._delay(f)
                 continue
             p = f.log
             requested = p.epochs.latest_epoch
@@ -199,11 +211,10 @@ class SourceFetcher:
 
     # --- fetching -------------------------------------------------------------------------
 
-    async def _fetch(self) -> bool:
-        """One Fetch; True when anything was appended (fetch again at once)."""
+    async def _fetch(self, asked: list[Followed]) -> None:
+        """One Fetch of the partitions `asked`, its answers applied."""
         owner = self.owner
         mod = owner.fetch_module
-        asked = [f for f in self.partitions.values() if not f.truncating]
         by_topic: dict[Any, list] = {}
         for f in asked:
             by_topic.setdefault(f.topic_id, []).append(mod.FetchPartition(
@@ -222,16 +233,20 @@ class SourceFetcher:
         if resp.error_code != ErrorCode.none:
             raise ConnectionError(f"Fetch answered {ErrorCode(resp.error_code).name}")
         by_key = {(f.topic_id, f.partition): f for f in asked}
-        appended = False
         for t in resp.responses:
             for r in t.partitions:
                 f = by_key.get((t.topic_id, r.partition_index))
                 if f is None or self.partitions.get((f.topic, f.partition)) is not f:
                     continue  # moved meanwhile
-                appended = self._apply(f, r) or appended
-        return appended
+                try:
+                    self._apply(f, r)
+                except Exception as e:  # noqa: BLE001 - this partition only backs off
+                    log.warning("Replicating %s-%d from %d failed: %r", f.topic, f.partition,
+                                self.leader, e)
+                    f.truncating = True  # where the log ends is asked again
+                    self._delay(f)
 
-    def _apply(self, f: Followed, r: Any) -> bool:
+    def _apply(self, f: Followed, r: Any) -> None:
         p = f.log
         if r.error_code == ErrorCode.offset_out_of_range:
             if r.log_start_offset > p.log_end_offset:
@@ -241,11 +256,12 @@ class SourceFetcher:
                 p.truncate_fully_and_start_at(r.log_start_offset)
             else:
                 f.truncating = True
-            return False
+            return
         if r.error_code != ErrorCode.none:
-            log.debug("Fetch of %s-%d from %d: %s", f.topic, f.partition, self.leader,
-                      ErrorCode(r.error_code).name)
-            return False
+            log.info("Fetch of %s-%d from %d: %s", f.topic, f.partition, self.leader,
+                     ErrorCode(r.error_code).name)
+            self._delay(f)
+            return
         data = r.records
         appended = False
         if data:
@@ -256,7 +272,6 @@ class SourceFetcher:
         p.update_high_watermark(min(r.high_watermark, p.log_end_offset))
         if appended:
             self.owner.broker.notifier.wake(f.topic, f.partition)
-        return appended
 
 
 class ReplicaFetchers:

@@ -37,7 +37,7 @@ from ..build import to_ms
 from ..fetch_sessions import FetchSessionCache, SessionPartition
 from ..quotas import FETCH
 from ..registry import api
-from ...security.acl_check import denied
+from ...security.acl_check import cluster, denied
 from ...security.acls import Operation, ResourceType
 from ._storage import LogError, log_error_code
 
@@ -233,15 +233,19 @@ async def handle(ctx, req):
         for k in partitions:
             if names.get(k[0]) in refused:
                 fenced[k] = ErrorCode.topic_authorization_failed
-    if fenced:  # answered with their error, never read; the fetch does not wait
-        readable = OrderedDict((k, sp) for k, sp in partitions.items() if k not in fenced)
-    committed = getattr(req, "isolation_level", 0) == 1
     # In a cluster a follower (replica_id >= 0; v15+ in replica_state) reads up to the log
-    # end and its fetch_offset is its LEO for the leader; consumers read below the HW.
+    # end and its fetch_offset is its LEO for the leader; consumers read below the HW. A
+    # follower needs CLUSTER_ACTION (KafkaApis: else every partition is refused).
     replication = broker.replication
     below_hw = replication is not None
     replica_id = req.replica_state.replica_id if v >= 15 else req.replica_id
-    if replica_id >= 0 and replication is not None:
+    follower = replica_id >= 0 and replication is not None
+    if follower and not cluster(ctx, Operation.CLUSTER_ACTION):
+        fenced = dict.fromkeys(partitions, ErrorCode.topic_authorization_failed)
+    if fenced:  # answered with their error, never read; the fetch does not wait
+        readable = OrderedDict((k, sp) for k, sp in partitions.items() if k not in fenced)
+    committed = getattr(req, "isolation_level", 0) == 1
+    if follower:
         below_hw = False
         for k, sp in readable.items():
             name = names.get(k[0]) if use_ids else k[0]
