@@ -243,10 +243,6 @@ class ZkClusterView:
         """Every known state znode, as (topic, partition, state)."""
         return [(t, p, s) for (t, p), s in self._states.items()]
 
-    def state(self, topic: str, partition: int) -> zkdata.PartitionState | None:
-        """The state znode as last read or written (with its controller epoch)."""
-        return self._states.get((topic, partition))
-
     async def write_isr(self, topic: str, partition: int, isr: tuple[int, ...]) -> bool:
         """As the partition's leader, write `isr` to its state znode, conditionally on the
         version this view holds (Kafka's ReplicationUtils.updateLeaderAndIsr: leader, leader
@@ -263,24 +259,19 @@ class ZkClusterView:
         path = zkdata.partition_state_path(topic, partition)
         try:
             stat = await self.client.set(path, new.encode(), version)
-        except (BadVersion, NoNode):
-            log.info("ISR write of %s-%d lost at version %d: reading the state again",
-                     topic, partition, version)
-            await self._read_state(topic, partition)
-            return False
-        except ZkError as e:  # connection lost: the outcome is unknown; a new session re-reads
-            log.info("ISR write of %s-%d: %r", topic, partition, e)
+        except ZkError as e:
+            log.info("ISR write of %s-%d at version %d failed: %r", topic, partition, version, e)
+            if isinstance(e, (BadVersion, NoNode)):  # lost: else a new session re-reads
+                await self._read_state(topic, partition)
             return False
         if self._versions.get(key) == version:  # no newer state read meanwhile
             self._set_state(topic, partition, new, stat.version)
         try:  # the controller learns of it (Kafka's propagateIsrChanges)
-            await self.client.create(zkdata.ISR_CHANGE_NOTIFICATION + "/" +
-                                     zkdata.ISR_CHANGE_PREFIX,
-                                     zkdata.encode_isr_change([key]), sequence=True,
-                                     makepath=True)
+            await self.client.create(f"{zkdata.ISR_CHANGE_NOTIFICATION}/"
+                                     f"{zkdata.ISR_CHANGE_PREFIX}", zkdata.encode_isr_change(
+                                         [key]), sequence=True, makepath=True)
         except ZkError as e:
-            log.warning("isr_change_notification for %s-%d not written: %r", topic,
-                        partition, e)
+            log.warning("isr_change_notification of %s-%d not written: %r", *key, e)
         return True
 
     async def _ensure_local_log(self, topic: ClusterTopic) -> None:

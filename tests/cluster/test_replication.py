@@ -10,8 +10,6 @@ import signal
 import threading
 import time
 
-import pytest
-
 from kafkalite.cluster import zkdata
 from kafkalite.wire.errors import ErrorCode
 from tests.cluster.test_membership import (WAIT_S, brokers, connect, registered,  # noqa: F401
