@@ -85,15 +85,17 @@ class Replication:
             self.fetchers.unfollow(topic, partition)
             leader = self.leaders.get(key)
             if leader is None or leader.epoch != new.leader_epoch:
-                self._resign(key)
                 p.epochs.assign(new.leader_epoch, p.log_end_offset)
+                log.info("Leading %s-%d at epoch %d from offset %d, isr %s", topic,
+                         partition, new.leader_epoch, p.log_end_offset, list(new.isr))
+            if leader is None:
                 leader = PartitionLeader(p, self.node_id, new.leader_epoch, ps.replicas,
                                          new.isr, now, self.lag_ms,
                                          lambda: self._min_isr(topic))
                 self.leaders[key] = leader
-                log.info("Leading %s-%d at epoch %d from offset %d, isr %s", topic,
-                         partition, new.leader_epoch, p.log_end_offset, list(new.isr))
             else:
+                if leader.epoch != new.leader_epoch:
+                    leader.new_epoch(new.leader_epoch)
                 leader.set_isr(new.isr)
                 leader.set_replicas(ps.replicas, now)
             self._hw_maybe_moved(key, leader)

@@ -71,6 +71,13 @@ class PartitionLeader:
                     now_ms if r in self.isr else 0)
         self.followers = keep
 
+    def new_epoch(self, epoch: int) -> None:
+        """Still the leader at a newer epoch (the controller removed a replica from the
+        ISR): follower states and waiters stay, the epoch starts at the log end (Kafka's
+        makeLeader when it was the leader already)."""
+        self.epoch = epoch
+        self.epoch_start_offset = self.log.log_end_offset
+
     def set_isr(self, isr: Iterable[int]) -> None:
         """The committed ISR (read from, or written to, the state znode)."""
         self.isr = tuple(isr)

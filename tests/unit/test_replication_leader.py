@@ -195,6 +195,25 @@ async def test_waiters_fail_when_the_leadership_ends(open_log):
     assert fut.result() == ErrorCode.not_leader_or_follower
 
 
+async def test_a_new_epoch_of_the_same_leader_keeps_followers_and_waiters(open_log):
+    clock, log = FakeClock(), open_log(10)
+    lead = leader(log, clock, isr=(1, 2, 3))
+    for r in (2, 3):
+        lead.follower_fetched(r, 10, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    grow(log, 12)
+    fut = lead.wait_for(12)
+    lead.new_epoch(6)  # the controller dropped 3 from the ISR, bumping the epoch
+    lead.set_isr((1, 2))
+    assert (lead.epoch, lead.epoch_start_offset) == (6, 12)
+    lead.follower_fetched(2, 12, clock.monotonic_ms())
+    assert lead.maybe_increment_hw() and fut.result() == ErrorCode.none
+    lead.follower_fetched(3, 11, clock.monotonic_ms())
+    assert lead.expansion(3) is None  # below this epoch's start
+    lead.follower_fetched(3, 12, clock.monotonic_ms())
+    assert lead.expansion(3) == (1, 2, 3)
+
+
 def test_replicas_change_keeps_known_followers(open_log):
     clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2), replicas=(1, 2))
