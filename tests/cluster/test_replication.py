@@ -15,7 +15,7 @@ from kafkalite.wire.errors import ErrorCode
 from tests.cluster.test_membership import (WAIT_S, brokers, connect, registered,  # noqa: F401
                                            zk)
 from tests.cluster.test_zk_admin_apis import controller_id, create, states
-from tests.helpers.kbatch import batch_headers, fetch_raw, produce_raw, simple_batch
+from tests.helpers.kbatch import batch_headers, call, fetch_raw, produce_raw, simple_batch
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.real_kafka import eventually
 
@@ -288,3 +288,26 @@ def test_a_zombie_leader_acknowledges_nothing_and_its_tail_is_truncated(brokers,
 def _produce_response():
     from kafka.protocol.api_header import ResponseClassRegistry
     return ResponseClassRegistry._response_class_registry[0]
+
+
+def test_acks_all_waiting_when_a_follower_dies_is_answered_once_the_controller_drops_it(
+        brokers, zk):
+    """The controller removes a dead follower from the ISR with a new leader epoch, the same
+    leader: the produce waiting for that follower succeeds then (no leadership change)."""
+    procs, z = cluster(brokers, zk, **{"replica.lag.time.max.ms": "60000"})
+    first = state(z)
+    victim = next(i for i in first.isr if i != first.leader)
+    with open_socket(procs[first.leader].bootstrap, timeout=30) as s:
+        assert produce_raw(s, TOPIC, 0, simple_batch(1)).error_code == 0
+        procs[victim].kill()
+        from kafka.protocol.producer import ProduceRequest
+        Req = ProduceRequest[9]
+        T = Req.TopicProduceData
+        req = Req(transactional_id=None, acks=-1, timeout_ms=20000, topic_data=[T(
+            name=TOPIC, partition_data=[T.PartitionProduceData(index=0,
+                                                               records=simple_batch(1))])])
+        answer = call(s, req, 2).responses[0].partition_responses[0]
+        assert (answer.error_code, answer.base_offset) == (0, 1)
+    now = state(z)
+    assert (now.leader, set(now.isr)) == (first.leader, set(first.isr) - {victim})
+    assert now.leader_epoch > first.leader_epoch  # the controller's write, not the leader's
