@@ -91,7 +91,7 @@ class Replication:
             if leader is None:
                 leader = PartitionLeader(p, self.node_id, new.leader_epoch, ps.replicas,
                                          new.isr, now, self.lag_ms,
-                                         lambda: self._min_isr(topic))
+                                         lambda: self._min_isr(topic), self._live)
                 self.leaders[key] = leader
             else:
                 if leader.epoch != new.leader_epoch:
@@ -115,6 +115,10 @@ class Replication:
         if leader is not None:
             leader.fail_waiters(ErrorCode.not_leader_or_follower)
 
+    def _live(self, replica: int) -> bool:
+        """May join the ISR: a registered broker (Kafka's isReplicaIsrEligible)."""
+        return self.view.broker(replica, None) is not None
+
     def _min_isr(self, topic: str) -> int:
         t = self.broker.logs.get(topic)
         configs = t.configs if t is not None else {}
@@ -126,7 +130,7 @@ class Replication:
         """A local append (produce, markers, coordinators): with an ISR of one the HW moves."""
         leader = self.leaders.get((topic, partition))
         if leader is not None:
-            leader.maybe_increment_hw()
+            leader.maybe_increment_hw(self.clock.monotonic_ms())
 
     def follower_fetched(self, topic: str, partition: int, replica: int,
                          fetch_offset: int) -> None:
@@ -138,11 +142,11 @@ class Replication:
             return
         self._hw_maybe_moved(key, leader)
         isr = leader.expansion(replica)
-        if isr is not None and self.view.broker(replica, None) is not None:
+        if isr is not None and self._live(replica):
             self._propose(key, leader, isr, expand=True)
 
     def _hw_maybe_moved(self, key: Key, leader: PartitionLeader) -> None:
-        if leader.maybe_increment_hw():
+        if leader.maybe_increment_hw(self.clock.monotonic_ms()):
             self.broker.notifier.wake(*key)  # consumers read up to the HW
 
     def produce_error(self, topic: str, partition: int) -> int:

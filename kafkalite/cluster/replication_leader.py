@@ -48,7 +48,8 @@ class PartitionLeader:
 
     def __init__(self, log: Any, node_id: int, epoch: int, replicas: Iterable[int],
                  isr: Iterable[int], now_ms: int, lag_ms: int,
-                 min_isr: Callable[[], int] = lambda: 1):
+                 min_isr: Callable[[], int] = lambda: 1,
+                 eligible: Callable[[int], bool] = lambda replica: True):
         self.log = log
         self.node_id = node_id
         self.epoch = epoch
@@ -57,6 +58,7 @@ class PartitionLeader:
         self.pending: tuple[int, ...] | None = None
         self.lag_ms = lag_ms
         self.min_isr = min_isr
+        self.eligible = eligible  # may join the ISR (a live broker)
         self.followers: dict[int, FollowerState] = {}
         self.set_replicas(replicas, now_ms)
         self._waiters: list[tuple[int, asyncio.Future]] = []
@@ -99,14 +101,21 @@ class PartitionLeader:
             members.update(self.pending)
         return members
 
-    def maybe_increment_hw(self) -> bool:
-        """HW = min LEO over the (maximal) ISR, the leader's own included; it only moves
-        forward. Returns whether it moved; waiters it satisfies are answered."""
+    def maybe_increment_hw(self, now_ms: int | None = None) -> bool:
+        """HW = min LEO over the (maximal) ISR, the leader's own included, and over the
+        followers about to rejoin it (caught up within lag_ms and eligible, at `now_ms`); it
+        only moves forward, and not while the ISR is below min.insync.replicas (Kafka 3.8's
+        maybeIncrementLeaderHW, KIP-966). Returns whether it moved; waiters it satisfies
+        are answered."""
+        if len(self.isr) < self.min_isr():
+            return False
         hw = self.log.log_end_offset
-        for r in self._hw_members():
-            f = self.followers.get(r)
-            if f is not None:
-                hw = min(hw, f.leo)
+        members = self._hw_members()
+        for r, f in self.followers.items():
+            if f.leo < hw and (r in members or (
+                    now_ms is not None and f.leo >= 0 and self.eligible(r) and
+                    now_ms - f.last_caught_up_ms <= self.lag_ms)):
+                hw = f.leo
         moved = hw > self.log.high_watermark and self.log.update_high_watermark(hw)
         if moved:
             self._complete_waiters()

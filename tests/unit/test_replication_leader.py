@@ -169,7 +169,9 @@ async def test_acks_all_waiters_released_by_the_hw(open_log):
     assert done.result() == ErrorCode.none
 
 
-async def test_min_insync_refuses_and_a_shrink_meanwhile_answers_after_append(open_log):
+async def test_below_min_insync_acks_all_is_refused_and_the_hw_stays(open_log):
+    """Kafka 3.8 (KIP-966): no HW move while the ISR is below min.insync.replicas, so a
+    waiting acks=all write is not acknowledged by a lone leader (it times out)."""
     clock, log = FakeClock(), open_log(10)
     lead = leader(log, clock, isr=(1, 2, 3), min_isr=2)
     for r in (2, 3):
@@ -181,9 +183,44 @@ async def test_min_insync_refuses_and_a_shrink_meanwhile_answers_after_append(op
     assert lead.enough_replicas()
     lead.set_isr((1,))  # both followers dropped out while the write waited
     assert not lead.enough_replicas()  # the next acks=all: NOT_ENOUGH_REPLICAS
+    lead.follower_fetched(2, 11, clock.monotonic_ms())
+    assert not lead.maybe_increment_hw() and log.high_watermark == 10
     assert not fut.done()
-    assert lead.maybe_increment_hw() and log.high_watermark == 11  # alone, the HW moves
-    assert fut.result() == ErrorCode.not_enough_replicas_after_append
+    lead.set_isr((1, 2))  # 2 rejoined
+    assert lead.maybe_increment_hw() and log.high_watermark == 11
+    assert fut.result() == ErrorCode.none
+
+
+async def test_a_write_the_hw_passed_answers_after_append_below_min_insync(open_log):
+    clock, log = FakeClock(), open_log(10)
+    lead = leader(log, clock, isr=(1, 2), replicas=(1, 2), min_isr=2)
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    lead.maybe_increment_hw()
+    lead.set_isr((1,))
+    # e.g. a duplicate of a batch already below the HW (checkEnoughReplicasReachOffset)
+    assert lead.wait_for(10).result() == ErrorCode.not_enough_replicas_after_append
+
+
+def test_a_caught_up_follower_about_to_rejoin_holds_the_hw(open_log):
+    """Kafka's shouldWaitForReplicaToJoinIsr: out of the ISR but caught up within the lag
+    and eligible, it counts; ineligible (not a live broker) or long behind, it does not."""
+    clock, log = FakeClock(), open_log(10)
+    live = {2, 3}
+    lead = PartitionLeader(log, 1, 5, (1, 2, 3), (1, 2), clock.monotonic_ms(), LAG,
+                           eligible=live.__contains__)
+    lead.follower_fetched(2, 10, clock.monotonic_ms())
+    lead.follower_fetched(3, 10, clock.monotonic_ms())  # caught up: at the leader's end
+    grow(log, 15)
+    lead.follower_fetched(2, 15, clock.monotonic_ms())
+    lead.follower_fetched(3, 12, clock.monotonic_ms())
+    assert lead.maybe_increment_hw(clock.monotonic_ms()) and log.high_watermark == 12
+    live.discard(3)
+    assert lead.maybe_increment_hw(clock.monotonic_ms()) and log.high_watermark == 15
+    grow(log, 20)
+    live.add(3)
+    lead.follower_fetched(2, 20, clock.monotonic_ms())
+    clock.advance(LAG + 1)  # 3 last caught up more than the lag ago
+    assert lead.maybe_increment_hw(clock.monotonic_ms()) and log.high_watermark == 20
 
 
 async def test_waiters_fail_when_the_leadership_ends(open_log):
