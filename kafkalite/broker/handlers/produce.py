@@ -39,8 +39,10 @@
 # Replication (cluster/replication.py): acks=-1 first checks the ISR against the topic's
 # min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing appended), then waits until the high
 # watermark passes the appended batch (Kafka's DelayedProduce): REQUEST_TIMED_OUT after the
-# request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile,
-# NOT_LEADER_OR_FOLLOWER when the leadership moved. acks=1 answers after the local append.
+# request's timeout (also when the ISR shrank below min.insync.replicas meanwhile: as in
+# Kafka 3.8 the HW then stays), NOT_ENOUGH_REPLICAS_AFTER_APPEND for a batch the HW had
+# passed with the ISR below it, NOT_LEADER_OR_FOLLOWER when the leadership moved. acks=1
+# answers after the local append.
 # Gaps: timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
