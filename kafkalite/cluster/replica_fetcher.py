@@ -25,7 +25,7 @@ import logging
 import struct
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Callable
 
 from kio.serial import entity_reader
 
@@ -56,6 +56,15 @@ def truncation_offset(leo: int, hw: int, requested_epoch: int, leader_epoch: int
     if leader_epoch != requested_epoch:
         return min(leader_end, own_end_of(leader_epoch), leo)
     return min(leader_end, leo)
+
+
+def _grouped(followed: list, key: Callable[[Any], Any], make: Callable[[Any], Any]
+             ) -> dict[Any, list]:
+    """make(f) of each partition, grouped by key(f) (a request's topics), in order."""
+    out: dict[Any, list] = {}
+    for f in followed:
+        out.setdefault(key(f), []).append(make(f))
+    return out
 
 
 @cache
@@ -177,11 +186,9 @@ class SourceFetcher:
     async def _truncate(self, todo: list[Followed]) -> None:
         owner = self.owner
         mod = owner.offsets_module
-        by_topic: dict[str, list] = {}
-        for f in todo:
-            by_topic.setdefault(f.topic, []).append(mod.OffsetForLeaderPartition(
-                partition=f.partition, current_leader_epoch=f.epoch,
-                leader_epoch=f.log.epochs.latest_epoch))
+        by_topic = _grouped(todo, lambda f: f.topic, lambda f: mod.OffsetForLeaderPartition(
+            partition=f.partition, current_leader_epoch=f.epoch,
+            leader_epoch=f.log.epochs.latest_epoch))
         req = mod.OffsetForLeaderEpochRequest(replica_id=owner.node_id, topics=tuple(
             mod.OffsetForLeaderTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
         resp = await self._channel.call(OFFSET_FOR_LEADER_EPOCH, OFFSETS_VERSION, req,
@@ -215,12 +222,10 @@ class SourceFetcher:
         """One Fetch of the partitions `asked`, its answers applied."""
         owner = self.owner
         mod = owner.fetch_module
-        by_topic: dict[Any, list] = {}
-        for f in asked:
-            by_topic.setdefault(f.topic_id, []).append(mod.FetchPartition(
-                partition=f.partition, current_leader_epoch=f.epoch,
-                fetch_offset=f.log.log_end_offset, log_start_offset=f.log.log_start_offset,
-                partition_max_bytes=owner.partition_max_bytes))
+        by_topic = _grouped(asked, lambda f: f.topic_id, lambda f: mod.FetchPartition(
+            partition=f.partition, current_leader_epoch=f.epoch,
+            fetch_offset=f.log.log_end_offset, log_start_offset=f.log.log_start_offset,
+            partition_max_bytes=owner.partition_max_bytes))
         req = mod.FetchRequest(
             replica_state=mod.ReplicaState(replica_id=owner.node_id),
             max_wait=ms(owner.max_wait_ms), min_bytes=owner.min_bytes,
