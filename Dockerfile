@@ -42,8 +42,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md /src/
 COPY kafkalite /src/kafkalite
+# KAFKALITE_EXTRAS=[zookeeper] adds kazoo for cluster members (docker-compose.yml sets it).
+ARG KAFKALITE_EXTRAS=
 RUN python3 -m venv /opt/kafkalite \
- && /opt/kafkalite/bin/pip install /src \
+ && /opt/kafkalite/bin/pip install "/src${KAFKALITE_EXTRAS}" \
  && /opt/kafkalite/bin/pip uninstall -y pip setuptools \
  && find /opt/kafkalite -name '*.so' -exec strip --strip-debug {} + \
  && /opt/kafkalite/bin/kafkalite --help >/dev/null

@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
     from . import tools
     tools.register(sub)
+    from .tools import cluster_status
+    cluster_status.register(sub)
     return parser
 
 

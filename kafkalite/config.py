@@ -77,6 +77,12 @@ BROKER_PROPS: list[Prop] = [
     Prop("replica.fetch.backoff.ms", "int", 1000, _at_least(0)),
     Prop("replica.socket.timeout.ms", "int", 30000),
     Prop("replica.high.watermark.checkpoint.interval.ms", "long", 5000, _at_least(1)),
+    Prop("controlled.shutdown.enable", "boolean", True),
+    Prop("controlled.shutdown.max.retries", "int", 3, _at_least(1)),
+    Prop("controlled.shutdown.retry.backoff.ms", "long", 5000, _at_least(0)),
+    Prop("auto.leader.rebalance.enable", "boolean", True),
+    Prop("leader.imbalance.check.interval.seconds", "long", 300, _at_least(1)),
+    Prop("leader.imbalance.per.broker.percentage", "int", 10, _at_least(0)),
     Prop("num.partitions", "int", 1, _at_least(1)),
     Prop("default.replication.factor", "int", 1, _at_least(1)),
     Prop("auto.create.topics.enable", "boolean", True),
@@ -251,8 +257,10 @@ _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "no inter-broker protocol": ("inter.broker.protocol.version",),
 }
 IGNORED: dict[str, str] = {name: why for why, names in _IGNORED_WHY.items() for name in names}
-# Ignored by a single broker only: a cluster (zookeeper.connect) applies them.
-_CLUSTER_APPLIES = frozenset(("min.insync.replicas",))
+# Ignored on one node, honoured in a ZooKeeper cluster (the internal topics' creation,
+# acks=all against the ISR).
+_CLUSTER_HONOURS = ("offsets.topic.replication.factor",
+                    "transaction.state.log.replication.factor", "min.insync.replicas")
 # Values that do what kafkalite does anyway, so they need no warning.
 _HARMLESS: dict[str, tuple[Any, ...]] = {"log.roll.jitter.ms": (None, 0),
                                          "log.roll.jitter.hours": (0,)}
@@ -262,7 +270,7 @@ def ignored_settings(cfg: "BrokerConfig") -> list[str]:
     """`name=value (why)` for every ignored property set to a value that matters."""
     out = []
     for name, why in IGNORED.items():
-        if name in _CLUSTER_APPLIES and cfg["zookeeper.connect"]:
+        if cfg["zookeeper.connect"] and name in _CLUSTER_HONOURS:
             continue
         value = cfg[name]
         if value != PROPS[name].default and value not in _HARMLESS.get(name, ()):

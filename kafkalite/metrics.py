@@ -2,7 +2,8 @@
 # the log manager and the group coordinator. Metric names follow the spirit of Kafka's JMX
 # names (kafka_server_brokertopicmetrics_*, kafka_log_*), prefixed kafkalite_; the log
 # cleaner's gauges carry Kafka's own MBean names (kafka.log:type=LogCleaner,name=... as
-# kafka_log_LogCleaner_..., dashes as underscores), so that Kafka dashboards find them.
+# kafka_log_LogCleaner_..., dashes as underscores), so that Kafka dashboards find them; so do
+# the replication and controller gauges of kafkalite/cluster/cluster_metrics.py.
 from __future__ import annotations
 
 from typing import Iterator
@@ -14,6 +15,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from .broker.registry import HANDLERS
 from .broker.stats import LATENCY_BUCKETS
+from .cluster.cluster_metrics import cluster_metrics
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST.encode()
 
@@ -55,8 +57,7 @@ class BrokerCollector:
                                 value=st.connections)
         yield CounterMetricFamily("kafkalite_connections_accepted",
                                   "Client connections accepted", value=st.connections_total)
-        yield GaugeMetricFamily("kafkalite_under_replicated_partitions",
-                                "Always 0: a single broker has no followers", value=0)
+        yield from cluster_metrics(b)
         size = GaugeMetricFamily("kafkalite_log_size_bytes", "Bytes on disk per partition",
                                  labels=["topic", "partition"])
         end = GaugeMetricFamily("kafkalite_log_end_offset", "Log end offset per partition",

@@ -108,8 +108,10 @@ class KafkaServer:
         self.broker.open()
         if self.membership is not None:  # producer ids from the cluster's blocks
             from .cluster.producer_ids import claim_block
-            self.broker.pids.use_blocks(functools.partial(
-                claim_block, self.membership.client, self.broker.node_id))
+            zk = self.membership.client
+            self.broker.pids.use_blocks(
+                functools.partial(claim_block, zk, self.broker.node_id),
+                lambda: zk.connected)
         host = self.listeners[0].host
         loop = asyncio.get_running_loop()
         metrics_port = self.config["kafkalite.metrics.port"]
@@ -146,6 +148,10 @@ class KafkaServer:
             self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
             self.broker.config_changes = self.config_changes
             await self.config_changes.start()
+            from .cluster.auto_create import AutoCreator  # topics created on first use
+            from .cluster.coordinator_leadership import follow_leadership
+            self.broker.auto_creator = AutoCreator(self.broker, self.cluster_view.client)
+            follow_leadership(self.broker, self.cluster_view)  # coordinators on leaders
             if self.config["kafkalite.controller.enable"]:
                 await self._start_controller()
         # Bound (the registration names the ports) but refusing connections until here, so
@@ -170,7 +176,12 @@ class KafkaServer:
         client = self.membership.client
         self.controller = Controller(client, self.broker.node_id, live=self.membership,
                                      clock=self.clock,
-                                     unclean=self.config["unclean.leader.election.enable"])
+                                     unclean=self.config["unclean.leader.election.enable"],
+                                     auto_rebalance=self.config["auto.leader.rebalance.enable"],
+                                     imbalance_interval_ms=1000 * self.config[
+                                         "leader.imbalance.check.interval.seconds"],
+                                     imbalance_percentage=self.config[
+                                         "leader.imbalance.per.broker.percentage"])
         await self.controller.start()
         self.broker.controller = self.controller  # the admin handlers route through it
         self.local_topics = LocalTopics(self.broker, client)
@@ -227,6 +238,10 @@ class KafkaServer:
         """Stop accepting and reading, answer what is in flight, close the connections,
         flush and close the logs, write the clean-shutdown marker."""
         log.info("Shutting down")
+        if self.membership is not None:  # leadership moves off while this broker still serves
+            from .cluster.controlled_shutdown import controlled_shutdown
+            await controlled_shutdown(self.config, self.membership, self.cluster_view,
+                                      self.listeners[0])
         self.stopping = True
         for timer in self._timers.values():
             timer.cancel()

@@ -46,6 +46,10 @@ from .waiters import AppendNotifier
 log = logging.getLogger("kafkalite.broker")
 
 API_VERSIONS_KEY = 18
+# The replication factor each internal topic is created with in a cluster (share groups'
+# state is not served in a cluster yet).
+INTERNAL_RF = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
+               TXN_TOPIC: "transaction.state.log.replication.factor"}
 
 
 @dataclass(slots=True)
@@ -89,6 +93,7 @@ class Broker:
         self.topic_deleted_listeners: list[Callable[[str], None]] = []
         # Called as (topic, partition, producer_id, commit) after each transaction marker.
         self.txn_marker_listeners: list[Callable[[str, int, int, bool], None]] = []
+        self.auto_creator: Any = None  # cluster.auto_create.AutoCreator in a cluster
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()
@@ -246,8 +251,26 @@ class Broker:
         self._attach(topic.partitions)
         return topic
 
-    async def auto_create(self, name: str) -> Topic | None:
-        """Create `name` with num.partitions if auto.create.topics.enable; else None."""
+    async def auto_create(self, name: str) -> Any:
+        """Create `name` with num.partitions if auto.create.topics.enable; else None. In a
+        cluster the topic is written to ZooKeeper (cluster/auto_create.py) and the answer is
+        the view's topic, or KafkaError: the creation's error, LEADER_NOT_AVAILABLE while the
+        view has not seen the new topic yet (Kafka's answer to a topic it just created)."""
+        creator = self.auto_creator
+        if creator is not None:
+            if name in INTERNAL_RF or name == SHARE_STATE_TOPIC:
+                topic = await self.internal_topic(name)
+            elif not self.config["auto.create.topics.enable"]:
+                return None
+            else:
+                err = await creator.create(name, self.config["num.partitions"],
+                                           self.config["default.replication.factor"])
+                if err != ErrorCode.none:
+                    raise KafkaError(err, None)
+                topic = self.view.topic(name)
+            if topic is None:
+                raise KafkaError(ErrorCode.leader_not_available, None)
+            return topic
         internal = await self.internal_topic(name)
         if internal is not None or not self.config["auto.create.topics.enable"]:
             return internal
@@ -265,6 +288,13 @@ class Broker:
             store = self.share_groups.store.log  # KIP-932's, created as Kafka 4.x does
         if store is None:
             return None
+        if self.auto_creator is not None:  # a cluster: written to ZooKeeper, led elsewhere
+            if name not in INTERNAL_RF:
+                return None
+            spec_name, partitions, configs = store.topic_spec()
+            await self.auto_creator.create(spec_name, partitions,
+                                           self.config[INTERNAL_RF[name]], configs)
+            return self.view.topic(name)  # None until the view has seen it
         return await self.ensure_topic(*store.topic_spec(), internal=True)
 
     # --- dispatch -------------------------------------------------------------------------
@@ -275,7 +305,7 @@ class Broker:
         list of buffers (header first), or None when no response is due (acks=0)."""
         api_key, version, corr, client_id, pos = parse_fixed(frame)
         handler = HANDLERS.get(api_key)
-        if handler is None:
+        if handler is None or (handler.zk_only and not self.config["zookeeper.connect"]):
             raise MalformedRequest(refusal(api_key))
         if not handler.min_version <= version <= handler.max_version:
             if api_key == API_VERSIONS_KEY:
@@ -287,6 +317,10 @@ class Broker:
         if version < handler.decodable_from:
             assert handler.legacy is not None
             return [response_header(corr, False), handler.legacy(frame, pos, version)]
+        if handler.raw:  # no kio schema: the handler decodes and encodes the body
+            ctx = RequestContext(self, api_key, version, corr, client_id, peer, listener,
+                                 principal)
+            return [response_header(corr, False), await handler.fn(ctx, (frame, pos))]
         flexible = is_flexible(api_key, version)
         if flexible:
             pos = skip_tagged_fields(frame, pos)

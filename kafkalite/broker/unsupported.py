@@ -1,6 +1,7 @@
 # Kafka features kafkalite does not serve yet, by API key, so that a client using one meets a
 # broker log line naming the feature instead of a silent closed connection. Only consulted
-# for keys with no registered handler: once a handler lands, its entry here is never read.
+# for keys with no registered handler (once a handler lands, its entry goes), and for
+# ControlledShutdown (7) on a single node: it is served in a ZooKeeper cluster only.
 from __future__ import annotations
 
 import logging
@@ -8,12 +9,13 @@ import logging
 log = logging.getLogger("kafkalite.broker")
 
 _FEATURES = {
+    "ZooKeeper mode (zookeeper.connect)": {7: "ControlledShutdown"},
     "delegation tokens": {38: "CreateDelegationToken", 39: "RenewDelegationToken",
                           40: "ExpireDelegationToken", 41: "DescribeDelegationToken"},
     "client telemetry (KIP-714)": {71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
                                    74: "ListClientMetricsResources"},
     "replication and cluster membership (inter-broker and controller APIs)": {
-        4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown",
+        4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata",
         52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 56: "AlterPartition",
         57: "UpdateFeatures", 58: "Envelope", 59: "FetchSnapshot", 62: "BrokerRegistration",
         63: "BrokerHeartbeat", 64: "UnregisterBroker", 67: "AllocateProducerIds",

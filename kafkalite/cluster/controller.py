@@ -17,85 +17,52 @@
 # -1 and the partition stays offline unless unclean.leader.election.enable); a dead replica
 # then leaves every ISR it is in (OfflineReplica), except the last member, which stays;
 # each change bumps the leader epoch. A returning broker leads the offline partitions whose
-# ISR holds it.
+# ISR holds it. A broker registered again under a new broker epoch (its znode's czxid) before
+# the controller saw it go is a bounced broker: it failed and restarted (Kafka's BrokerChange),
+# so it is handled as both. Controlled shutdown (controlled_shutdown.py) and the preferred-
+# leader elections (preferred.py: ElectLeaders, /admin/preferred_replica_election, the
+# automatic rebalance on the injected clock) run in the same queue.
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
-from typing import Any, Awaitable, Callable, Collection, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode, KafkaError
-from . import zkdata
+from . import preferred, zkdata
 from .admin_zk import delete_topic_znodes
-from .decisions import elect_leader
+from .decisions import initial_state, offline_election, remove_replica  # noqa: F401 (API)
+from .fenced_writes import UPDATE_ATTEMPTS, FencedWrites, PartitionKey  # noqa: F401
 from .live_brokers import LiveBrokers, ZkLiveBrokers
-from .zk import (BadVersion, ControllerMoved, Create, NodeExists, NoNode, SessionEvent, SetData,
-                 ZkClient, ZkError)
+from .zk import ControllerMoved, NoNode, SessionEvent, ZkClient, ZkError
 
 log = logging.getLogger("kafkalite.controller")
 T = TypeVar("T")
-UPDATE_ATTEMPTS = 5  # conditional state writes that lost to a leader's ISR change: retries
 UNCLEAN = "unclean.leader.election.enable"
-PartitionKey = tuple[str, int]
-
-
-# --- the transitions (pure) ------------------------------------------------------------------
-
-def initial_state(replicas: Sequence[int], live: Collection[int],
-                  controller_epoch: int) -> zkdata.PartitionState | None:
-    """A new partition's state (NewPartition -> OnlinePartition): the first live replica
-    leads, every live replica is in sync, leader epoch 0. None while no replica is live."""
-    online = tuple(r for r in replicas if r in live)
-    if not online:
-        return None
-    return zkdata.PartitionState(online[0], 0, online, controller_epoch)
-
-
-def offline_election(state: zkdata.PartitionState, replicas: Sequence[int],
-                     live: Collection[int], controller_epoch: int,
-                     unclean: bool) -> zkdata.PartitionState | None:
-    """A new leader for a partition whose leader is not live, leader epoch + 1; None when
-    none may lead (the state znode is then left as it is). An unclean leader starts
-    RECOVERING (KIP-704)."""
-    if state.leader in live:
-        return None
-    election = elect_leader(replicas, state.isr, live, unclean)
-    if election is None:
-        return None
-    recovery = (state.leader_recovery_state if election.leader in state.isr
-                else zkdata.RECOVERING)
-    return zkdata.PartitionState(election.leader, state.leader_epoch + 1, election.isr,
-                                 controller_epoch, recovery)
-
-
-def remove_replica(state: zkdata.PartitionState, replica: int,
-                   controller_epoch: int) -> zkdata.PartitionState | None:
-    """`replica` went offline: it leaves the ISR, except as its last member (Kafka keeps it
-    there, so it can lead again cleanly when it returns), and it no longer leads (-1). None
-    when it is not in the ISR."""
-    if replica not in state.isr:
-        return None
-    leader = zkdata.LEADER_NONE if state.leader == replica else state.leader
-    isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica)
-    return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
-                   controller_epoch=controller_epoch)
 
 
 # --- the controller --------------------------------------------------------------------------
 
-class Controller:
+class Controller(FencedWrites):
     """Runs on every broker; `active` while this broker is the controller."""
 
     def __init__(self, zk: ZkClient, broker_id: int, live: LiveBrokers | None = None,
-                 clock: Clock | None = None, unclean: bool = False):
+                 clock: Clock | None = None, unclean: bool = False,
+                 auto_rebalance: bool = False, imbalance_interval_ms: int = 300_000,
+                 imbalance_percentage: int = 10):
         self.zk = zk
         self.broker_id = broker_id
         self._own_live = live is None
         self.live_source: LiveBrokers = live if live is not None else ZkLiveBrokers(zk)
         self.clock = clock or SystemClock()
         self.unclean_default = unclean
+        self.auto_rebalance = auto_rebalance
+        self.imbalance_interval_ms = imbalance_interval_ms
+        self.imbalance_percentage = imbalance_percentage
+        self._rebalance_timer: Any = None
+        self.epochs: dict[int, int] = {}  # live broker -> broker epoch, as last handled
+        self.shutting_down: dict[int, int] = {}  # broker -> its epoch at the request
         self.active = False
         self.epoch = -1
         self.epoch_zk_version = -1
@@ -140,6 +107,22 @@ class Controller:
         self._work.put_nowait(("call", fn, fut))
         return await fut
 
+    def electable(self) -> set[int]:
+        """Brokers that may lead: live and not shutting down (Kafka's liveBrokerIds)."""
+        return self.live - set(self.shutting_down)
+
+    async def broker_epochs(self) -> dict[int, int]:
+        """{live broker: broker epoch}: the membership's when it keeps them, else read."""
+        members = getattr(self.live_source, "members", None)
+        if members is not None:
+            return {b: m.epoch for b, m in members.items()}
+        out = {}
+        for b in self.live_source.live_brokers():
+            st = await self.zk.exists(zkdata.broker_path(b))
+            if st is not None:
+                out[b] = st.czxid
+        return out
+
     def _on_live_change(self) -> None:
         self._work.put_nowait(("brokers",))
 
@@ -158,6 +141,8 @@ class Controller:
                 self._work.put_nowait(("topics",))
             elif event.path == zkdata.DELETE_TOPICS:
                 self._work.put_nowait(("deletions",))
+            elif event.path == zkdata.PREFERRED_REPLICA_ELECTION:
+                self._work.put_nowait(("preferred",))
             elif event.path.startswith(zkdata.TOPICS + "/") and event.path.count("/") == 3:
                 self._work.put_nowait(("topic", event.path.rsplit("/", 1)[1]))
 
@@ -199,6 +184,11 @@ class Controller:
             await self._topic_changed(item[1])
         elif kind == "deletions":
             await self.delete_marked_topics()
+        elif kind == "preferred":
+            await preferred.znode_election(self)
+        elif kind == "rebalance":
+            self._schedule_rebalance(self.imbalance_interval_ms)
+            await preferred.auto_rebalance(self, self.imbalance_percentage)
 
     async def _call(self, fn: Callable[[], Awaitable[Any]], fut: asyncio.Future) -> None:
         if not self.active:
@@ -222,11 +212,23 @@ class Controller:
             log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
         self.active = False
         self._forget_all()
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+            self._rebalance_timer = None
+
+    def _schedule_rebalance(self, delay_ms: int) -> None:
+        """The next automatic imbalance check (Kafka's AutoPreferredReplicaLeaderElection)."""
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+        self._rebalance_timer = self.clock.call_later(delay_ms, self._work.put_nowait,
+                                                      ("rebalance",)) \
+            if self.auto_rebalance and self.active else None
 
     def _forget_all(self) -> None:
         self.topics.clear()
         self.unclean.clear()
         self.states.clear()
+        self.shutting_down.clear()
 
     # --- election and failover ---------------------------------------------------------------
 
@@ -247,10 +249,13 @@ class Controller:
         await self.zk.exists(zkdata.CONTROLLER, watch=True)
         self._forget_all()
         self.live = set(self.live_source.live_brokers())
+        self.epochs = await self.broker_epochs()
         for topic in await self.zk.children(zkdata.TOPICS, watch=True):
             await self._load_topic(topic)
         await self._bring_online(list(self.states) + self._uninitialized())
         await self.delete_marked_topics()
+        await preferred.znode_election(self)
+        self._schedule_rebalance(preferred.FIRST_CHECK_DELAY_MS)
 
     def _uninitialized(self) -> list[PartitionKey]:
         return [(t, p) for t, a in self.topics.items() for p in sorted(a.partitions)
@@ -273,7 +278,7 @@ class Controller:
         self.unclean[topic] = config.get(UNCLEAN, str(self.unclean_default)).lower() == "true"
         for p in self.topics[topic].partitions:
             if (topic, p) not in self.states:
-                await self._read_state((topic, p))
+                await self.read_state((topic, p))
         return True
 
     def _forget_topic(self, topic: str) -> None:
@@ -282,26 +287,23 @@ class Controller:
         for key in [k for k in self.states if k[0] == topic]:
             del self.states[key]
 
-    async def _read_state(self, key: PartitionKey) -> None:
-        try:
-            data, st = await self.zk.get(zkdata.partition_state_path(*key))
-        except NoNode:
-            self.states.pop(key, None)
-            return
-        self.states[key] = (zkdata.PartitionState.decode(data), st.version)
-
     async def _bring_online(self, keys: Sequence[PartitionKey]) -> None:
         """New partitions get their first state; offline ones (leader not live) a leader."""
+        registered = None
         for key in keys:
             if key not in self.states:
-                await self._initialize(key)
+                if registered is None:  # read after the topic's znode: every broker that
+                    # registered before it counts, whether or not its watch has fired yet
+                    registered = {int(c) for c in await self.zk.children(zkdata.BROKER_IDS)
+                                  if c.isdigit()}
+                await self._initialize(key, registered)
             else:
                 await self.update_state(key, self._election(key))
 
     def _election(self, key: PartitionKey) -> Callable[[zkdata.PartitionState],
                                                        zkdata.PartitionState | None]:
         replicas = self.topics[key[0]].partitions[key[1]]
-        return lambda s: offline_election(s, replicas, self.live, self.epoch,
+        return lambda s: offline_election(s, replicas, self.electable(), self.epoch,
                                           self.unclean.get(key[0], self.unclean_default))
 
     # --- reactions --------------------------------------------------------------------------
@@ -335,8 +337,16 @@ class Controller:
 
     async def _brokers_changed(self) -> None:
         live = set(self.live_source.live_brokers())
-        dead, born = self.live - live, live - self.live
-        self.live = live
+        epochs = await self.broker_epochs()
+        bounced = {b for b in live & self.live
+                   if b in epochs and self.epochs.get(b, epochs[b]) != epochs[b]}
+        dead, born = (self.live - live) | bounced, (live - self.live) | bounced
+        self.epochs = epochs
+        for b in dead:  # gone or restarted: its shutdown is over
+            self.shutting_down.pop(b, None)
+        self.live = live - bounced
+        if bounced:
+            log.info("controller: brokers %s bounced (new broker epochs)", sorted(bounced))
         if dead:  # Kafka's onBrokerFailure: elect first, then take the dead out of ISRs
             log.info("controller: brokers %s left", sorted(dead))
             for key in [k for k, (s, _) in self.states.items() if s.leader in dead]:
@@ -345,53 +355,8 @@ class Controller:
                 for key in [k for k, (s, _) in self.states.items() if replica in s.isr]:
                     await self.update_state(
                         key, lambda s, r=replica: remove_replica(s, r, self.epoch))
+        self.live = live
         if born:  # onBrokerStartup: offline partitions may have a leader again
             log.info("controller: brokers %s joined", sorted(born))
             offline = [k for k, (s, _) in self.states.items() if s.leader not in live]
             await self._bring_online(offline + self._uninitialized())
-
-    # --- fenced writes ----------------------------------------------------------------------
-
-    async def _initialize(self, key: PartitionKey) -> None:
-        topic, partition = key
-        state = initial_state(self.topics[topic].partitions[partition], self.live, self.epoch)
-        if state is None:  # no replica live: it stays new until one registers
-            return
-        path = zkdata.partition_state_path(topic, partition)
-        parents = [path.rsplit("/", 2)[0], path.rsplit("/", 1)[0]]
-        ops = [Create(p) for p in parents] + [Create(path, state.encode())]
-        while ops:
-            try:
-                await self.zk.multi_fenced(ops, self.epoch_zk_version)
-                self.states[key] = (state, 0)
-                return
-            except NodeExists as e:
-                if e.index is None or e.index >= len(ops) - 1:
-                    break  # the state exists already: adopt it
-                ops = ops[e.index + 1:]  # that parent exists: create the rest
-            except NoNode:  # the topic was deleted meanwhile
-                return
-        await self._read_state(key)
-
-    async def update_state(self, key: PartitionKey,
-                           transform: Callable[[zkdata.PartitionState],
-                                               zkdata.PartitionState | None]) -> None:
-        """Write transform(current state) conditionally on the state's version and fenced
-        by the controller epoch; on BADVERSION read the state again and re-decide (bounded).
-        transform returning None: nothing to write. Raises ControllerMoved when deposed."""
-        path = zkdata.partition_state_path(*key)
-        for _ in range(UPDATE_ATTEMPTS):
-            if key not in self.states:
-                return
-            current, version = self.states[key]
-            new = transform(current)
-            if new is None:
-                return
-            try:
-                (st,) = await self.zk.multi_fenced([SetData(path, new.encode(), version)],
-                                                   self.epoch_zk_version)
-                self.states[key] = (new, st.version)
-                return
-            except (BadVersion, NoNode):
-                await self._read_state(key)
-        log.warning("controller: %s-%d kept changing under %d attempts", *key, UPDATE_ATTEMPTS)

@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Collection, Mapping, Sequence
 
 from ..wire.errors import ErrorCode, KafkaError
+from . import zkdata
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +138,110 @@ def rack_alternated(racks: Mapping[int, str]) -> list[int]:
 
 def _replica_index(first: int, shift: int, j: int, n: int) -> int:
     return (first + 1 + (shift + j) % (n - 1)) % n
+
+
+def preferred_imbalance(assignments: Mapping[tuple[str, int], Sequence[int]],
+                        leaders: Mapping[tuple[str, int], int]) -> dict[int, float]:
+    """{preferred broker: the share of the partitions it is preferred for (first assigned)
+    that another broker leads}, as Kafka's checkAndTriggerAutoLeaderRebalance counts it:
+    only partitions with a known leader count as led elsewhere."""
+    total: dict[int, int] = {}
+    elsewhere: dict[int, int] = {}
+    for key, replicas in assignments.items():
+        if not replicas:
+            continue
+        preferred = replicas[0]
+        total[preferred] = total.get(preferred, 0) + 1
+        if key in leaders and leaders[key] != preferred:
+            elsewhere[preferred] = elsewhere.get(preferred, 0) + 1
+    return {b: elsewhere.get(b, 0) / n for b, n in total.items()}
+
+
+def rebalance_candidates(assignments: Mapping[tuple[str, int], Sequence[int]],
+                         states: Mapping[tuple[str, int], tuple[int, Sequence[int]]],
+                         live: Collection[int],
+                         percentage: int) -> list[tuple[str, int]]:
+    """The partitions an automatic preferred-leader election moves: for each broker whose
+    imbalance exceeds `percentage`%, those it is preferred for but does not lead, where it
+    can lead (live and in sync). `states`: {partition: (leader, isr)}."""
+    leaders = {k: s[0] for k, s in states.items()}
+    imbalance = preferred_imbalance(assignments, leaders)
+    out = []
+    for key in sorted(assignments):
+        replicas = assignments[key]
+        if not replicas or key not in states or imbalance.get(replicas[0], 0.0) <= \
+                percentage / 100:
+            continue
+        leader, isr = states[key]
+        if leader != replicas[0] and elect_preferred_leader(replicas, isr, live):
+            out.append(key)
+    return out
+
+
+# --- the controller's state transitions (pure) ------------------------------------------------------------------
+
+def initial_state(replicas: Sequence[int], live: Collection[int],
+                  controller_epoch: int) -> zkdata.PartitionState | None:
+    """A new partition's state (NewPartition -> OnlinePartition): the first live replica
+    leads, every live replica is in sync, leader epoch 0. None while no replica is live."""
+    online = tuple(r for r in replicas if r in live)
+    if not online:
+        return None
+    return zkdata.PartitionState(online[0], 0, online, controller_epoch)
+
+
+def offline_election(state: zkdata.PartitionState, replicas: Sequence[int],
+                     live: Collection[int], controller_epoch: int,
+                     unclean: bool) -> zkdata.PartitionState | None:
+    """A new leader for a partition whose leader is not live, leader epoch + 1; None when
+    none may lead (the state znode is then left as it is). An unclean leader starts
+    RECOVERING (KIP-704)."""
+    if state.leader in live:
+        return None
+    election = elect_leader(replicas, state.isr, live, unclean)
+    if election is None:
+        return None
+    recovery = (state.leader_recovery_state if election.leader in state.isr
+                else zkdata.RECOVERING)
+    return zkdata.PartitionState(election.leader, state.leader_epoch + 1, election.isr,
+                                 controller_epoch, recovery)
+
+
+def remove_replica(state: zkdata.PartitionState, replica: int,
+                   controller_epoch: int) -> zkdata.PartitionState | None:
+    """`replica` went offline: it leaves the ISR, except as its last member (Kafka keeps it
+    there, so it can lead again cleanly when it returns), and it no longer leads (-1). None
+    when it is not in the ISR."""
+    if replica not in state.isr:
+        return None
+    leader = zkdata.LEADER_NONE if state.leader == replica else state.leader
+    isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica)
+    return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
+                   controller_epoch=controller_epoch)
+
+
+def preferred_transition(state: zkdata.PartitionState, replicas: Sequence[int],
+                         live: Collection[int],
+                         controller_epoch: int) -> zkdata.PartitionState | None:
+    """The preferred replica takes the lead (PreferredReplicaPartitionLeaderElectionStrategy):
+    the ISR stays, the leader epoch + 1. None when it cannot lead or leads already."""
+    election = elect_preferred_leader(replicas, state.isr, live)
+    if election is None or election.leader == state.leader:
+        return None
+    return replace(state, leader=election.leader, leader_epoch=state.leader_epoch + 1,
+                   controller_epoch=controller_epoch)
+
+
+def shutdown_transition(state: zkdata.PartitionState, replicas: Sequence[int],
+                        live: Collection[int], shutting_down: Collection[int],
+                        controller_epoch: int) -> zkdata.PartitionState | None:
+    """A partition led by a broker shutting down moves to another live in-sync replica
+    (ControlledShutdownPartitionLeaderElectionStrategy), the brokers shutting down leaving
+    the ISR. None when its leader is not shutting down or nobody else can lead."""
+    if state.leader not in shutting_down:
+        return None
+    election = elect_controlled_shutdown_leader(replicas, state.isr, live, shutting_down)
+    if election is None:
+        return None
+    return replace(state, leader=election.leader, leader_epoch=state.leader_epoch + 1,
+                   isr=election.isr, controller_epoch=controller_epoch)

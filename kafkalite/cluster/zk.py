@@ -188,6 +188,12 @@ class ZkClient:
         await asyncio.get_running_loop().run_in_executor(None, stop)
 
     @property
+    def connected(self) -> bool:
+        """Whether the session is connected now (kazoo's view: an operation started while
+        not connected waits for the connection to come back)."""
+        return bool(self._kazoo is not None and self._kazoo.connected)
+
+    @property
     def session_id(self) -> int:
         """The current session's id (0 before the first connection)."""
         return self._kazoo.client_id[0] if self._kazoo and self._kazoo.client_id else 0

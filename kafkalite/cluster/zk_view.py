@@ -73,6 +73,7 @@ class ZkClusterView:
         self._cluster_id: str = membership.cluster_id
         self.client = client
         self._controller = NO_NODE
+        self.controller_changes = 0  # elections seen (cluster_metrics' ControllerStats)
         self._topics: dict[str, ClusterTopic] = {}
         self._by_id: dict[uuid.UUID, ClusterTopic] = {}
         self._states: dict[tuple[str, int], zkdata.PartitionState] = {}
@@ -161,6 +162,7 @@ class ZkClusterView:
             controller = NO_NODE
         if controller != self._controller:
             log.info("Controller is broker %d (was %d)", controller, self._controller)
+            self.controller_changes += controller != NO_NODE
         self._controller = controller
 
     async def _read_topics(self, everything: bool = False) -> None:

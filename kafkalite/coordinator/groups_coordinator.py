@@ -35,7 +35,7 @@ from .consumer_group_store import ConsumerGroupLoader
 from .groups import CommittedOffset, Group, GroupState, SyncResult
 from .groups_join import done_future
 from .groups_membership import Membership
-from .groups_registry import GroupRegistry
+from .groups_leadership import GroupLeadership
 from .offsets import TP, OffsetManager
 from .offsets_log import TOPIC, OffsetsLog, Replayed
 from .offsets_records import GroupValue, parse_group_value, parse_key, parse_offset_value
@@ -48,7 +48,7 @@ S = GroupState
 E = ErrorCode
 
 
-class GroupCoordinator(GroupRegistry):
+class GroupCoordinator(GroupLeadership):
     def __init__(self, config: Any, logs: Any, create_topic: Callable[..., Any],
                  on_append: Callable[[str, int], None] | None = None,
                  is_closing: Callable[[], bool] = lambda: False,
@@ -81,7 +81,7 @@ class GroupCoordinator(GroupRegistry):
     def open(self) -> None:
         """Replay __consumer_offsets: in the background when an event loop runs (requests
         meanwhile get COORDINATOR_LOAD_IN_PROGRESS), else at once."""
-        if self.store.topic() is None:
+        if self.store.topic() is None or self.leadership is not None:
             return
         self.loading = True
         loader = _Loader(self)
@@ -108,6 +108,8 @@ class GroupCoordinator(GroupRegistry):
     def close(self) -> None:
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
+        if self.leadership is not None:
+            self.leadership.close()
         self._release_waiters()
         self.consumer_coordinator.close()
         self.closed = True
@@ -115,6 +117,9 @@ class GroupCoordinator(GroupRegistry):
     def _release_waiters(self) -> None:
         for group in self.groups.values():
             self.membership.shutdown(group)
+
+    async def load_partitions(self, partitions: list[int]) -> None:
+        await _Loader(self, partitions).run()
 
     # --- API entry points -----------------------------------------------------------------
 
@@ -206,7 +211,7 @@ class GroupCoordinator(GroupRegistry):
         """A listener of broker.txn_marker_listeners: a COMMIT/ABORT marker was written."""
         if topic != TOPIC:
             return
-        if self.loading:
+        if self.loading or partition in self.loading_partitions:
             self._markers_while_loading.append((partition, producer_id, commit))
         else:
             self.txn.complete(partition, producer_id, commit)
@@ -226,7 +231,8 @@ class GroupCoordinator(GroupRegistry):
         """States match case-insensitively; every group here is of type "classic"."""
         if self.closed:
             return E.coordinator_not_available, []
-        err = E.coordinator_load_in_progress if self.loading else E.none
+        err = E.coordinator_load_in_progress if self.loading or self.loading_partitions \
+            else E.none
         wanted = {s.lower() for s in states}
         if types and "classic" not in {t.lower() for t in types}:
             return err, []
@@ -253,7 +259,7 @@ class GroupCoordinator(GroupRegistry):
         return out
 
     def on_topic_deleted(self, topic: str) -> None:
-        if self.loading:
+        if self.loading or self.loading_partitions:
             self._deleted_while_loading.append(topic)
         else:
             self.offsets.remove_topic(topic)
@@ -265,8 +271,9 @@ class _Loader:
     same partition: COMMIT merges them as the live coordinator does, ABORT drops them; those
     without a marker yet are restored as pending."""
 
-    def __init__(self, coord: GroupCoordinator):
+    def __init__(self, coord: GroupCoordinator, partitions: list[int] | None = None):
         self.coord = coord
+        self.partitions = partitions  # None: all of them
         self.offsets: dict[str, dict[TP, CommittedOffset]] = {}
         self.values: dict[str, GroupValue] = {}
         # producer id -> group -> pending offsets, for the partition being replayed
@@ -319,7 +326,7 @@ class _Loader:
 
     async def run(self) -> None:
         try:
-            for p in range(self.coord.store.num_partitions):
+            for p in self._partitions():
                 for rec in self.coord.store.replay(p):
                     if rec is None:
                         await asyncio.sleep(0)
@@ -333,8 +340,13 @@ class _Loader:
             log.exception("Loading the offsets topic failed; serving what was read")
         self.finish()
 
+    def _partitions(self) -> list[int]:
+        if self.partitions is not None:
+            return self.partitions
+        return list(range(self.coord.store.num_partitions))
+
     def run_sync(self) -> None:
-        for p in range(self.coord.store.num_partitions):
+        for p in self._partitions():
             for rec in self.coord.store.replay(p):
                 if rec is not None:
                     self.apply(rec)
@@ -361,14 +373,19 @@ class _Loader:
         n_members = self.consumer.restore(c.consumer_groups, c.store.logs)
         c.consumer_coordinator.arm_restored()
         c.loading = False
+        for p in self.partitions or ():  # served from here on (markers below included)
+            c.loading_partitions.discard(p)
         if c.on_share_loaded is not None:
             c.on_share_loaded(c.share_records)
         for topic in c._deleted_while_loading:
             c.offsets.remove_topic(topic)
-        c._deleted_while_loading.clear()
+        if not c.loading_partitions:
+            c._deleted_while_loading.clear()
         for partition, pid, commit in c._markers_while_loading:
-            c.txn.complete(partition, pid, commit)
-        c._markers_while_loading.clear()
+            if partition not in c.loading_partitions:
+                c.txn.complete(partition, pid, commit)
+        c._markers_while_loading = [m for m in c._markers_while_loading
+                                    if m[0] in c.loading_partitions]
         log.info("Loaded %d groups, %d consumer groups (%d members) and %d committed offsets "
                  "from the offsets topic in %.3fs", len(c.groups), len(c.consumer_groups),
                  n_members, n_offsets, (c.clock.monotonic_ms() - self.started) / 1000)

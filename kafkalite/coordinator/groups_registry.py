@@ -58,6 +58,9 @@ class GroupRegistry:
         self.share_lookup: Callable[[str], bool] | None = None
         self.loading = False
         self.closed = False
+        # In a cluster, the __consumer_offsets partitions this broker coordinates (an
+        # offsets_leadership.PartitionLeadership); None on one node: every group is here.
+        self.leadership: Any = None
 
     def group_type(self, group_id: str) -> str | None:
         """The one lookup of the shared group-id namespace: "consumer" (KIP-848),
@@ -98,7 +101,13 @@ class GroupRegistry:
             return E.coordinator_not_available
         if self.loading:
             return E.coordinator_load_in_progress
+        if self.leadership is not None:
+            return self.leadership.status(self.store.partition_for(group_id))
         return None
+
+    @property
+    def loading_partitions(self) -> set[int]:
+        return self.leadership.loading if self.leadership is not None else set()
 
     def add_group(self, group_id: str) -> Group:
         group = Group(group_id, self.wall_ms())

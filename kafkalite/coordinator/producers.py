@@ -303,6 +303,7 @@ class ProducerIdAllocator:
         self._limit = 0
         self._ahead: list[tuple[int, int]] = []  # claimed blocks [first, end), in order
         self._claim: Callable[[], Awaitable[tuple[int, int]]] | None = None
+        self._claimable: Callable[[], bool] = bool
         self._reserving: asyncio.Future | None = None
         try:
             with open(path) as f:
@@ -310,10 +311,15 @@ class ProducerIdAllocator:
         except (FileNotFoundError, ValueError):
             pass
 
-    def use_blocks(self, claim: Callable[[], Awaitable[tuple[int, int]]]) -> None:
+    def use_blocks(self, claim: Callable[[], Awaitable[tuple[int, int]]],
+                   claimable: Callable[[], bool] = lambda: True) -> None:
         """From now on take ids only from the blocks claim() returns, as (first, last)
-        inclusive; call it before the first allocate(). The file is no longer written."""
+        inclusive; call it before the first allocate(). The file is no longer written. While
+        claimable() is false (ZooKeeper unreachable: a claim would wait for it), a request
+        finding no id at hand is refused with COORDINATOR_LOAD_IN_PROGRESS at once, as
+        Kafka's producer-id manager answers while it has no block, and clients retry."""
         self._claim = claim
+        self._claimable = claimable
         self._next = self._limit = 0
         self._ahead.clear()
 
@@ -330,6 +336,9 @@ class ProducerIdAllocator:
                 self._next, self._limit = self._ahead.pop(0)
                 continue
             fut = self._reserve()
+            if self._claim is not None and not self._claimable():
+                raise KafkaError(ErrorCode.coordinator_load_in_progress,
+                                 "No producer id block at hand: ZooKeeper is unreachable")
             await fut
             if self._reserving is fut:
                 # Done, but its callback (which raises the limit) has not run yet: a request

@@ -26,15 +26,15 @@ from ..wire.errors import ErrorCode as E
 from .transactions import (COMPLETE, EXPIRABLE, PREPARED, IllegalState, Partition,
                            TransactionMetadata, Transit, TxnState as S, epoch_exhausted)
 from .transactions_queries import TransactionQueries
+from .transactions_leadership import TxnLeadership
 from .transactions_log import TransactionLog, decode_key, decode_value
 
 log = logging.getLogger("kafkalite.transactions")
 
-COORDINATOR_EPOCH = 0  # one broker, never a new leader of __transaction_state
 MarkerWriter = Callable[[int, int, int, bool, list[Partition]], Awaitable[dict]]
 
 
-class TransactionCoordinator(TransactionQueries):
+class TransactionCoordinator(TxnLeadership, TransactionQueries):
     def __init__(self, config: Any, logs: Any, create_topic: Callable[..., Any], *,
                  clock: Clock, allocate_pid: Callable[[], Awaitable[int]],
                  write_markers: MarkerWriter,
@@ -62,13 +62,14 @@ class TransactionCoordinator(TransactionQueries):
         now = clock.monotonic_ms()
         self._next_abort_check = now + self.abort_interval_ms
         self._next_expiry_check = now + self.expiry_interval_ms
+        self.init_leadership(bool(config["zookeeper.connect"]))
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
         """Replay __transaction_state: in the background when an event loop runs (requests
         meanwhile get COORDINATOR_LOAD_IN_PROGRESS), else at once."""
-        if self.log.topic() is None:
+        if self.log.topic() is None or self.leadership is not None:
             return
         self.loading = True
         try:
@@ -83,10 +84,12 @@ class TransactionCoordinator(TransactionQueries):
     def close(self) -> None:
         for t in list(self._tasks):
             t.cancel()
+        if self.leadership is not None:
+            self.leadership.close()
 
-    def _replay(self) -> Iterable[None]:
+    def _replay(self, partitions: Iterable[int] | None = None) -> Iterable[None]:
         last: dict[str, Transit | None] = {}
-        for p in range(self.log.num_partitions):
+        for p in range(self.log.num_partitions) if partitions is None else partitions:
             for rec in self.log.replay(p):
                 if rec is None:
                     yield None
@@ -113,9 +116,11 @@ class TransactionCoordinator(TransactionQueries):
             log.exception("Loading __transaction_state failed; serving what was read")
         self._loaded()
 
-    def _loaded(self) -> None:
+    def _loaded(self, partitions: Iterable[int] | None = None) -> None:
         self.loading = False
-        prepared = [m for m in self.txns.values() if m.state in PREPARED]
+        mine = None if partitions is None else set(partitions)
+        prepared = [m for m in self.txns.values() if m.state in PREPARED and (
+            mine is None or self.log.partition_for(m.transactional_id) in mine)]
         log.info("Loaded %d transactional ids from __transaction_state (%d to complete)",
                  len(self.txns), len(prepared))
         for meta in prepared:
@@ -196,7 +201,12 @@ class TransactionCoordinator(TransactionQueries):
     # --- persistence ----------------------------------------------------------------------
 
     async def _persist(self, meta: TransactionMetadata, t: Transit) -> E:
-        """Write a prepared transition, then apply it; on failure forget it."""
+        """Write a prepared transition, then apply it; on failure forget it. Not once the
+        id's partition has moved away (a completion resumed after a resignation): the new
+        leader owns its log now, as Kafka's coordinator-epoch check on the append."""
+        if self.leadership is not None and self.status(meta.transactional_id) is not None:
+            meta.abort_pending()
+            return E.not_coordinator
         try:
             partition = self.log.write(meta.transactional_id, None if t.state == S.DEAD else t,
                                        self.clock.wall_ms())
@@ -226,8 +236,9 @@ class TransactionCoordinator(TransactionQueries):
             return (E.invalid_request, *fail)
         if not 0 < timeout_ms <= self.max_timeout_ms:
             return (E.invalid_transaction_timeout, *fail)
-        if self.loading:
-            return (E.coordinator_load_in_progress, *fail)
+        status = self.status(txn_id)
+        if status is not None:
+            return (status, *fail)
         self.log.ensure_topic()
         meta = self.txns.get(txn_id)
         if meta is None:
@@ -272,8 +283,9 @@ class TransactionCoordinator(TransactionQueries):
                         ) -> tuple[E, TransactionMetadata | None]:
         if not txn_id:
             return E.invalid_request, None
-        if self.loading:
-            return E.coordinator_load_in_progress, None
+        status = self.status(txn_id)
+        if status is not None:
+            return status, None
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != pid:
             return E.invalid_producer_id_mapping, None
@@ -299,8 +311,9 @@ class TransactionCoordinator(TransactionQueries):
                       from_client: bool = True) -> E:
         if not txn_id:
             return E.invalid_request
-        if self.loading:
-            return E.coordinator_load_in_progress
+        status = self.status(txn_id)
+        if status is not None:
+            return status
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != pid:
             return E.invalid_producer_id_mapping
@@ -349,7 +362,8 @@ class TransactionCoordinator(TransactionQueries):
         if todo:
             try:
                 errors = await self.write_markers(meta.producer_id, meta.producer_epoch,
-                                                  COORDINATOR_EPOCH, commit, sorted(todo))
+                                                  self.coordinator_epoch(txn_id), commit,
+                                                  sorted(todo))
             except Exception:
                 log.exception("Writing the markers of %r failed; will retry", txn_id)
                 return

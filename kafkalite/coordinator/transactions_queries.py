@@ -24,10 +24,14 @@ class TransactionQueries:
     txns: dict[str, TransactionMetadata]
     by_pid: dict[int, TransactionMetadata]
     loading: bool
+    loading_partitions: set[int]
     clock: Clock
 
     def _check_producer(self, txn_id: str, pid: int, epoch: int
                         ) -> tuple[E, TransactionMetadata | None]:
+        raise NotImplementedError
+
+    def status(self, txn_id: str) -> E | None:
         raise NotImplementedError
 
     def verify(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[Partition]
@@ -67,6 +71,10 @@ class TransactionQueries:
         for the request's transactional id (a batch of another id's producer is
         INVALID_PRODUCER_ID_MAPPING, measured), its answer translated as Kafka's
         AddPartitionsToTxnManager and ReplicaManager do for producers."""
+        if self.status(txn_id) == E.not_coordinator:
+            # coordinated by another broker of the cluster: Kafka would ask it over the
+            # network (AddPartitionsToTxnManager); not done yet, the batch is not verified
+            return E.none
         err = self.verify(txn_id, producer_id, producer_epoch, [(topic, partition)])
         code = err[(topic, partition)]
         return _FOR_PRODUCE.get(code, code)
@@ -78,6 +86,9 @@ class TransactionQueries:
             return E.coordinator_load_in_progress, None
         if txn_id == "":
             return E.invalid_request, None
+        status = self.status(txn_id)
+        if status is not None:
+            return status, None
         meta = self.txns.get(txn_id)
         if meta is None or meta.state == S.DEAD:
             return E.transactional_id_not_found, None
@@ -88,7 +99,7 @@ class TransactionQueries:
              ) -> tuple[E, list[TransactionMetadata], list[str]]:
         """ListTransactions: (error, matches, unknown state names), Kafka's filters; the id
         pattern (v2, KIP-1152) must match the whole id, "" or None matching all."""
-        if self.loading:
+        if self.loading or self.loading_partitions:
             return E.coordinator_load_in_progress, [], []
         try:
             pattern = re.compile(id_pattern) if id_pattern else None

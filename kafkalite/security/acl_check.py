@@ -15,6 +15,7 @@
 # | Metadata (3)                       | DESCRIBE TOPIC: named topics TOPIC_AUTHORIZATION_FAILED,  |
 # |                                    | all-topics silently leaves them out; auto-creation needs  |
 # |                                    | CREATE CLUSTER or CREATE TOPIC                            |
+# | ControlledShutdown (7)             | CLUSTER_ACTION CLUSTER (ZooKeeper cluster only)           |
 # | OffsetCommit (8)                   | READ GROUP, READ TOPIC                                    |
 # | OffsetFetch (9)                    | DESCRIBE GROUP, DESCRIBE TOPIC (partitions left out)      |
 # | FindCoordinator (10)               | DESCRIBE GROUP / DESCRIBE TRANSACTIONAL_ID                |

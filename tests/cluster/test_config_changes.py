@@ -149,6 +149,12 @@ def scenario(connect: str, bootstraps: dict[int, str]) -> list:
         out.append(eventually(lambda: broker_described(other, ids[1], "message.max.bytes"),
                               lambda d: d is not None and d[0] == "2000000", timeout=WAIT_S))
         out.append(kc.alter(first, kc.BROKER, str(ids[1]), {"message.max.bytes": "1"})[0])
+        # a topic with a replica on one broker only: the other answers from ZooKeeper
+        out.append(create(bootstraps[cid], "solo", partitions=1, rf=1).error_code)
+        out.append(kc.alter(first, kc.TOPIC, "solo", {"retention.ms": "777"}))
+        out.append([eventually(lambda: described(b, "solo", "retention.ms"),
+                               lambda d: d == ("777", TOPIC_CONFIG_SOURCE), timeout=WAIT_S)
+                    for b in (first, other)])
         return out
     finally:
         z.close()

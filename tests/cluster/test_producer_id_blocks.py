@@ -119,3 +119,43 @@ def test_the_znode_is_what_kafka_writes(kafka_on_zookeeper, brokers, zk):
     data, st = z.client.get(zkdata.PRODUCER_ID_BLOCK)
     assert data == kafka_data  # {"version":1,"broker":0,"block_start":"0","block_end":"999"}
     assert st.version == kafka_st.version
+
+
+def test_no_block_to_claim_answers_coordinator_load_in_progress(brokers, tmp_path):
+    """ZooKeeper gone when a broker's block runs out: InitProducerId answers the retriable
+    COORDINATOR_LOAD_IN_PROGRESS on an open connection (no dropped connection), as Kafka's
+    ProducerIdManager without a block, and ids resume once ZooKeeper is back."""
+    own = zkh.ZooKeeperProcess(data_dir=str(tmp_path / "zk")).start()
+    try:
+        (proc,) = brokers(1, zk_connect=zkh.chroot_connect(own.connect))
+        assert len(set(init_producer_ids(proc.bootstrap, 600))) == 600  # 2nd block claimed
+        port = own.port
+        own.stop()
+        req = InitProducerIdRequest[4](transactional_id=None, transaction_timeout_ms=60000,
+                                       producer_id=-1, producer_epoch=-1)
+        from kafka.protocol.api_header import ResponseClassRegistry
+        cls = ResponseClassRegistry._response_class_registry[req.API_KEY]
+        codes = []
+        with open_socket(proc.bootstrap, timeout=60) as s:
+            for i in range(1500):  # bounded: the two blocks' 2000 ids, then refusals
+                s.sendall(request_bytes(req, i))
+                corr, resp = decode_response(cls, 4, recv_frame(s))
+                assert corr == i
+                codes.append(resp.error_code)
+                if resp.error_code:
+                    break
+            assert codes[-1] == 14  # COORDINATOR_LOAD_IN_PROGRESS
+            assert codes[:-1] == [0] * (len(codes) - 1) and len(codes) == 1401
+        own = zkh.ZooKeeperProcess(port=port, data_dir=str(tmp_path / "zk")).start()
+        ids = eventually(lambda: _try_ids(proc.bootstrap), lambda got: got is not None,
+                         timeout=WAIT_S)
+        assert ids and ids[0] >= 2 * BLOCK_SIZE  # a fresh block: nothing handed out twice
+    finally:
+        own.stop()
+
+
+def _try_ids(bootstrap: str) -> list[int] | None:
+    try:
+        return init_producer_ids(bootstrap, 1)
+    except AssertionError:  # still refused
+        return None

@@ -40,7 +40,8 @@ async def broker_and_zk(connect, tmp_path):
         "node.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{free_port_pair()}",
         "log.dirs": str(tmp_path / "1"), "zookeeper.connect": connect,
         "zookeeper.session.timeout.ms": str(SESSION_MS),
-        "kafkalite.controller.enable": "false"}))  # the test plays the controller
+        "kafkalite.controller.enable": "false",  # the test plays the controller
+        "controlled.shutdown.enable": "false"}))  # so none answers at the end
     await server.start()
     z = KazooClient(hosts=connect, timeout=10.0)
     try:

@@ -38,6 +38,8 @@ TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
 NO_KAFKA_848 = ("Kafka 3.8 lists KIP-848's keys but refuses them (UNSUPPORTED_VERSION) "
                 "unless its early-access group.coordinator.rebalance.protocols has consumer")
 NO_KAFKA_SHARE = "Kafka 3.8 has no share groups"
+NO_ZK_MODE = ("ControlledShutdown is served in ZooKeeper mode only (both brokers here are "
+              "single nodes without ZooKeeper)")
 CLUSTER = "kafka-cluster"
 
 
@@ -54,6 +56,7 @@ class Case:
     group: bool = False               # the group exists (an admin's committed offset)
     txn: bool = False                 # the transactional id exists (the admin's InitProducerId)
     kafka_absent: str | None = None   # why Kafka 3.8 cannot answer it
+    cluster_only: str | None = None   # why neither single node answers it (checked elsewhere)
     granted: Callable[[Any], bool] | None = None  # the answer passed authorization
     # the first of `acls` only (the rest still missing): Kafka 3.8's per-resource answer
     partly: Any = None
@@ -109,6 +112,9 @@ CASES: list[Case] = [
          topic=True),
     Case("3-all", 3, rq.metadata_all, False, [(Rt.TOPIC, "topic", Op.DESCRIBE)], topic=True,
          probe=rq.listed("topics", "name", "topic")),
+    # served in a ZooKeeper cluster only: tests/cluster/test_controlled_shutdown.py asks it
+    Case("7", 7, lambda n: None, [CLUSTER_DENIED], [(Rt.BROKER, CLUSTER, Op.CLUSTER_ACTION)],
+         cluster_only=NO_ZK_MODE),
     Case("8", 8, rq.offset_commit, [GROUP_DENIED], [(Rt.GROUP, "group", Op.READ),
                                                     (Rt.TOPIC, "topic", Op.READ)], topic=True,
          partly=[TOPIC_DENIED]),
@@ -364,6 +370,8 @@ _LOADING = {14, 15, 16}
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_acl_matrix(brokers, case):
+    if case.cluster_only:
+        pytest.skip(case.cluster_only)
     targets = {k: t for k, t in brokers.items() if not (k == "kafka" and case.kafka_absent)}
     names = case.names()
     for t in targets.values():
@@ -412,4 +420,5 @@ def test_keys_run_on_kafkalite_alone_are_not_served_by_kafka(brokers):
     assert {k for k, why in absent.items() if why == NO_KAFKA_SHARE} & listed == set()
     assert {k for k, why in absent.items() if why == NO_KAFKA_848} <= listed
     assert [g.error_code for g in described.groups] == [35]  # UNSUPPORTED_VERSION
-    assert {c.key for c in CASES} - set(absent) <= listed
+    assert {c.key for c in CASES if not c.cluster_only} - set(absent) <= listed
+    assert {c.key for c in CASES if c.cluster_only} & listed == set()

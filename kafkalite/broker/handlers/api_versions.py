@@ -34,7 +34,8 @@ async def handle(ctx, req):
     valid = v < 3 or bool(_SOFTWARE.fullmatch(req.client_software_name)
                           and _SOFTWARE.fullmatch(req.client_software_version))
     keys = tuple(mod.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                 for k, lo, hi in supported_versions()) if valid else ()
+                 for k, lo, hi in supported_versions(
+                     bool(ctx.broker.config["zookeeper.connect"]))) if valid else ()
     return make(response_class(18, v),
                 error_code=ErrorCode.none if valid else ErrorCode.invalid_request,
                 api_keys=keys, throttle_time=ZERO, supported_features=(),

@@ -1,8 +1,9 @@
 # DescribeConfigs (key 32), v1-4 (Kafka 4.0 dropped v0).
 #
 # TOPIC resources answer every topic config (Kafka 3.9's set) with its effective value,
-# source and synonyms (see _configs.py for how sources are resolved); an unknown topic is
-# UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. BROKER resources named
+# source and synonyms (see _configs.py for how sources are resolved); in a ZooKeeper cluster
+# a topic with no replica on this broker is answered from /config/topics, as Kafka's
+# ZooKeeper-mode brokers do; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. BROKER resources named
 # by this node's id answer every broker property (DYNAMIC_BROKER_CONFIG, then
 # DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG when set at startup, DEFAULT_CONFIG;
 # read_only as Kafka marks dynamic configs); the empty name means the cluster-wide dynamic
@@ -26,17 +27,21 @@ from ...security.acl_check import config_refusal
 from ...security.acls import Operation
 from .find_coordinator import INVALID_REQUEST_MESSAGE
 from ._configs import (BROKER, BROKER_LOGGER, GROUP, RESOURCE_NAMES, TOPIC, Entry,
-                       broker_entries, default_entries, group_entries, logger_entries,
-                       node_id_of, select, topic_entries)
+                       broker_entries, cluster_configs, default_entries, group_entries,
+                       logger_entries, node_id_of, select, topic_entries)
 
 
-def _entries(broker, rtype: int, name: str) -> list[Entry]:
+async def _entries(broker, rtype: int, name: str) -> list[Entry]:
     if rtype == TOPIC:
         validate_topic_name(name)
         topic = broker.logs.get(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
-        return topic_entries(broker.logs, topic.configs)
+        if topic is not None:
+            return topic_entries(broker.logs, topic.configs)
+        changes = cluster_configs(broker)
+        if changes is not None and broker.view.topic(name) is not None:
+            # no replica here: the cluster's configs, as a ZooKeeper-mode Kafka broker reads
+            return topic_entries(broker.logs, await changes.topic_overrides(name))
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
     if rtype == BROKER:
         if not name:
             return default_entries(broker.config)
@@ -87,7 +92,7 @@ async def handle(ctx, req):
                 resource_name=r.resource_name, configs=()))
             continue
         try:
-            entries = select(_entries(ctx.broker, r.resource_type, r.resource_name),
+            entries = select(await _entries(ctx.broker, r.resource_type, r.resource_name),
                              r.configuration_keys)
             code, message = ErrorCode.none, ""  # Kafka's ApiError.NONE answers "", not null
         except KafkaError as e:

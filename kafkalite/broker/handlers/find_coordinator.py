@@ -6,8 +6,13 @@
 # COORDINATOR_NOT_AVAILABLE. On one node that is always this broker. The offsets
 # topic is created on the first lookup of a group, __transaction_state on the first lookup
 # of a transactional id (Kafka does the same, though it answers COORDINATOR_NOT_AVAILABLE
-# until it exists; here the answer waits for its creation, which does not hold the event
-# loop). Version notes: v1 adds key_type (0 group, 1 transaction); v4+ batches keys
+# until it exists; on one node the answer waits for its creation, which does not hold the
+# event loop). In a ZooKeeper cluster the broker that got the request writes the topic to
+# ZooKeeper (cluster/auto_create.py, offsets.topic.replication.factor /
+# transaction.state.log.replication.factor: fewer live brokers, no topic) and answers
+# COORDINATOR_NOT_AVAILABLE until its view shows the partition's leader, as Kafka in
+# ZooKeeper mode; that leader may still be loading the partition (its group requests answer
+# COORDINATOR_LOAD_IN_PROGRESS, as Kafka's). Version notes: v1 adds key_type (0 group, 1 transaction); v4+ batches keys
 # (coordinator_keys) and answers each; v6 knows key type 2 (share groups), which this broker
 # does not serve: INVALID_REQUEST, as Kafka without a share coordinator. Any other key type
 # is INVALID_REQUEST.
@@ -37,8 +42,8 @@ async def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, str | None, 
     if key_type in INTERNAL_TOPICS:
         topic = await ctx.broker.internal_topic(INTERNAL_TOPICS[key_type])
         view = ctx.broker.view
-        state = view.partition(topic.name, partition_for(key, len(topic.partitions))) \
-            if topic is not None else None
+        state = view.partition(topic.name, partition_for(key, len(view.partitions(
+            topic.name)))) if topic is not None else None
         node = view.broker(state.leader, ctx.listener) if state is not None else None
         if node is None:
             return ErrorCode.coordinator_not_available, None, None

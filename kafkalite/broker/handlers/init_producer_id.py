@@ -3,7 +3,10 @@
 # Idempotent producers (no transactional id) get a fresh producer id with epoch 0; ids are
 # allocated from a persisted counter so none is reused after a restart (the next block of ids
 # is persisted ahead, off the event loop). A request carrying an existing id/epoch (v3+,
-# KIP-360) also gets a fresh id, which Kafka allows for non-transactional producers.
+# KIP-360) also gets a fresh id, which Kafka allows for non-transactional producers. In a
+# ZooKeeper cluster ids come in blocks claimed from /latest_producer_id_block
+# (cluster/producer_ids.py); when no block can be had (ZooKeeper unreachable) the answer is
+# COORDINATOR_LOAD_IN_PROGRESS, retriable, as Kafka's ProducerIdManager without a block.
 # A transactional id goes to the transaction coordinator (coordinator/transactions_coordinator.py):
 # a new id, an epoch bump on re-init, KIP-360's bump for a known id/epoch, fencing of an older
 # instance (an open transaction is aborted first: CONCURRENT_TRANSACTIONS, retried by the
@@ -16,7 +19,7 @@
 from __future__ import annotations
 
 from ...wire.codec import response_class
-from ...wire.errors import ErrorCode
+from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, to_ms
 from ..registry import api
 from ...security.acl_check import by_resource_type, check, cluster
@@ -39,12 +42,17 @@ async def handle(ctx, req):
     if (pid == -1) != (epoch == -1):
         return make(cls, throttle_time=ZERO, error_code=ErrorCode.invalid_request,
                     producer_id=-1, producer_epoch=-1)
-    if req.transactional_id is None:
-        pid = await ctx.broker.pids.allocate()
-        return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, producer_id=pid,
-                    producer_epoch=0)
-    err, pid, epoch = await ctx.broker.transactions.init_producer_id(
-        req.transactional_id, to_ms(req.transaction_timeout), None if pid == -1 else (pid, epoch))
+    try:  # a cluster's next id block may be unavailable (ZooKeeper): the error, retriable
+        if req.transactional_id is None:
+            pid = await ctx.broker.pids.allocate()
+            return make(cls, throttle_time=ZERO, error_code=ErrorCode.none, producer_id=pid,
+                        producer_epoch=0)
+        err, pid, epoch = await ctx.broker.transactions.init_producer_id(
+            req.transactional_id, to_ms(req.transaction_timeout),
+            None if pid == -1 else (pid, epoch))
+    except KafkaError as e:
+        return make(cls, throttle_time=ZERO, error_code=e.code, producer_id=-1,
+                    producer_epoch=-1)
     if err == ErrorCode.producer_fenced and ctx.api_version < 4:
         err = ErrorCode.invalid_producer_epoch
     return make(cls, throttle_time=ZERO, error_code=err, producer_id=pid, producer_epoch=epoch)

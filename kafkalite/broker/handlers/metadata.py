@@ -112,7 +112,7 @@ async def handle(ctx, req):
                     mod, name, ErrorCode.topic_authorization_failed, NO_OPS))
                 continue
             topic = view.topic(name)
-            if topic is None and view.auto_create_locally:
+            if topic is None and (view.auto_create_locally or b.auto_creator is not None):
                 if allow and auth and b.config["auto.create.topics.enable"] and not \
                         cluster(ctx, Operation.CREATE) and denied(
                             ctx, Operation.CREATE, ResourceType.TOPIC, (name,)):
