@@ -207,6 +207,14 @@ class Replication:
     def _checkpoint(self) -> None:
         self._timers["hw"] = self.clock.call_later(self.checkpoint_ms, self._checkpoint)
         try:
-            self.broker.logs.checkpoint_high_watermarks()
+            written = self.broker.logs.checkpoint_high_watermarks()  # on the flusher thread
         except Exception:  # noqa: BLE001 - retried at the next interval
             log.exception("High watermark checkpoint failed")
+            return
+        if written is not None:
+            written.add_done_callback(_checkpoint_done)
+
+
+def _checkpoint_done(written: Any) -> None:
+    if written.exception() is not None:  # retried at the next interval
+        log.warning("High watermark checkpoint failed: %r", written.exception())

@@ -27,7 +27,7 @@ def cluster(brokers, zk, topic_configs=None, **props):
     """Brokers 1-3 and an RF=3 one-partition topic whose ISR is complete:
     ({id: BrokerProcess}, kazoo session)."""
     settings = {"replica.lag.time.max.ms": str(LAG_MS), "replica.fetch.wait.max.ms": "200",
-                **props}
+                "replica.high.watermark.checkpoint.interval.ms": "300", **props}
     procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **settings)))
     z = zk()
     registered(z, {1, 2, 3})
@@ -129,6 +129,18 @@ def test_acks_all_records_land_identically_on_every_replica(brokers, zk):
     epoch = state(z).leader_epoch
     assert {h.partition_leader_epoch for h in batch_headers(expected)} == {epoch}
     assert consume_all(bootstrap(procs), len(values)) == values
+    for b in procs.values():  # every replica's HW reaches the end, checkpointed as Kafka's
+        assert f"{TOPIC} 0 {len(values)}" in eventually(
+            lambda b=b: hw_checkpoint(b), lambda t: f"{TOPIC} 0 {len(values)}" in t,
+            timeout=WAIT_S).splitlines()
+
+
+def hw_checkpoint(broker) -> str:
+    try:
+        with open(os.path.join(broker.data_dir, "replication-offset-checkpoint")) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
 
 
 def test_consumers_read_nothing_above_the_high_watermark(brokers, zk):
