@@ -11,7 +11,9 @@
 # ends on the leader, and the log is truncated to min(that, own end of that epoch), so a
 # former leader's unreplicated tail is dropped before anything new is appended.
 # OFFSET_OUT_OF_RANGE with the leader's log start above our LEO starts the log over there
-# (truncate_fully_and_start_at); otherwise the partition truncates again. Errors (fenced
+# (truncate_fully_and_start_at; at the first batch's base when that start is inside it);
+# otherwise the partition truncates again. The leader's log start (DeleteRecords) moves the
+# follower's along, up to its HW. Errors (fenced
 # epochs, a leader that moved) back off for replica.fetch.backoff.ms: the cluster view's
 # next state moves the partition.
 #
@@ -34,11 +36,13 @@ from ..log.replica import follow_producer_state
 from ..wire.codec import encode, is_flexible, response_class
 from ..wire.errors import ErrorCode
 from ..wire.header import skip_tagged_fields
+from ..wire.records import HEADER_SIZE, parse_header
 
 log = logging.getLogger("kafkalite.replication")
 
-FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
-FETCH_VERSION, OFFSETS_VERSION = 17, 4
+FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
+FETCH_VERSION, LIST_OFFSETS_VERSION, OFFSETS_VERSION = 17, 8, 4
+EARLIEST = -2  # ListOffsets' timestamp for the log start offset
 UNDEFINED = -1
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhih")
@@ -116,6 +120,7 @@ class Followed:
     topic_id: Any = None
     log: Any = field(default=None, repr=False)
     delayed_until: float = 0.0  # after an error, the loop time it is asked about again
+    out_of_range: bool = False  # the leader's log start is asked before the next fetch
 
 
 class SourceFetcher:
@@ -150,6 +155,9 @@ class SourceFetcher:
             try:
                 if self._channel is None:
                     self._channel = await self._connect()
+                for f in [f for f in self.partitions.values() if f.out_of_range]:
+                    f.out_of_range = False
+                    await self._out_of_range(f)
                 now = loop.time()
                 todo = [f for f in self.partitions.values()
                         if f.truncating and f.delayed_until <= now]
@@ -251,16 +259,35 @@ class SourceFetcher:
                     f.truncating = True  # where the log ends is asked again
                     self._delay(f)
 
+    async def _out_of_range(self, f: Followed) -> None:
+        """OFFSET_OUT_OF_RANGE (Kafka's fetchOffsetAndTruncate): the leader's log start
+        (ListOffsets EARLIEST, as the answer carries none) above our end starts the log over
+        there; else the leader may end below us: truncation by epoch again."""
+        owner = self.owner
+        mod = owner.list_offsets_module
+        req = mod.ListOffsetsRequest(replica_id=owner.node_id, isolation_level=0, topics=(
+            mod.ListOffsetsTopic(name=f.topic, partitions=(mod.ListOffsetsPartition(
+                partition_index=f.partition, current_leader_epoch=f.epoch,
+                timestamp=EARLIEST),)),))
+        resp = await self._channel.call(LIST_OFFSETS, LIST_OFFSETS_VERSION, req,
+                                        owner.timeout_s)
+        (r,) = resp.topics[0].partitions
+        if self.partitions.get((f.topic, f.partition)) is not f:
+            return
+        p = f.log
+        if r.error_code != ErrorCode.none:
+            self._delay(f)
+        elif r.offset > p.log_end_offset:
+            log.info("%s-%d: leader %d starts at %d, past our end %d: starting over",
+                     f.topic, f.partition, self.leader, r.offset, p.log_end_offset)
+            p.truncate_fully_and_start_at(r.offset)
+        else:
+            f.truncating = True
+
     def _apply(self, f: Followed, r: Any) -> None:
         p = f.log
         if r.error_code == ErrorCode.offset_out_of_range:
-            if r.log_start_offset > p.log_end_offset:
-                log.info("%s-%d: leader %d starts at %d, past our end %d: starting over",
-                         f.topic, f.partition, self.leader, r.log_start_offset,
-                         p.log_end_offset)
-                p.truncate_fully_and_start_at(r.log_start_offset)
-            else:
-                f.truncating = True
+            f.out_of_range = True
             return
         if r.error_code != ErrorCode.none:
             log.info("Fetch of %s-%d from %d: %s", f.topic, f.partition, self.leader,
@@ -270,11 +297,19 @@ class SourceFetcher:
         data = r.records
         appended = False
         if data:
+            if p.log_end_offset == p.log_start_offset and len(data) >= HEADER_SIZE:
+                first = parse_header(data)
+                if first.base_offset < p.log_end_offset <= first.last_offset:
+                    # the leader's log start is inside this batch (DeleteRecords): the empty
+                    # log starts at the batch instead (Kafka's appendRecordsToFollower)
+                    p.truncate_fully_and_start_at(first.base_offset)
             headers = p.append_replica(data)
             if headers:
                 follow_producer_state(p, self.owner.broker.producer_state(p), headers)
                 appended = True
         p.update_high_watermark(min(r.high_watermark, p.log_end_offset))
+        if p.log_start_offset < r.log_start_offset <= p.high_watermark:
+            p.delete_records(r.log_start_offset)  # the leader's log start, as Kafka's follower
         if appended:
             self.owner.broker.notifier.wake(f.topic, f.partition)
 
@@ -284,6 +319,7 @@ class ReplicaFetchers:
 
     def __init__(self, broker: Any, view: Any, config: Any):
         from kio.schema.fetch.v17 import request as fetch_module
+        from kio.schema.list_offsets.v8 import request as list_offsets_module
         from kio.schema.offset_for_leader_epoch.v4 import request as offsets_module
         self.broker = broker
         self.view = view
@@ -291,6 +327,7 @@ class ReplicaFetchers:
         self.client_id = f"broker-{self.node_id}-fetcher"
         self.fetch_module = fetch_module
         self.offsets_module = offsets_module
+        self.list_offsets_module = list_offsets_module
         self.max_wait_ms: int = config["replica.fetch.wait.max.ms"]
         self.min_bytes: int = config["replica.fetch.min.bytes"]
         self.partition_max_bytes: int = config["replica.fetch.max.bytes"]

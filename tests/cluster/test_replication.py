@@ -326,3 +326,40 @@ def test_acks_all_waiting_when_a_follower_dies_is_answered_once_the_controller_d
     now = state(z)
     assert (now.leader, set(now.isr)) == (first.leader, set(first.isr) - {victim})
     assert now.leader_epoch > first.leader_epoch  # the controller's write, not the leader's
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(brokers, zk):
+    """DeleteRecords moved the leader's log start past a stopped follower's log end (inside
+    a batch): back, the follower gets OFFSET_OUT_OF_RANGE, restarts its log at that batch
+    (truncate_fully_and_start_at), catches up, rejoins the ISR, and its log start follows
+    the leader's."""
+    import confluent_kafka as ck
+    from confluent_kafka.admin import AdminClient
+    procs, z = cluster(brokers, zk, **{"zookeeper.session.timeout.ms": "20000"})
+    lead = state(z).leader
+    victim = next(i for i in procs if i != lead)
+    assert produce_all(bootstrap(procs), [b"early-%d" % i for i in range(10)]) == []
+    stop(procs[victim])
+    try:
+        live = bootstrap({i: b for i, b in procs.items() if i != victim})
+        # the first of these may reach the stopped follower's socket (an answer to its long
+        # poll); the second round, after the shrink, cannot
+        assert produce_all(live, [b"late-%d" % i for i in range(20)]) == []
+        assert victim not in isr(z)
+        assert produce_all(live, [b"later-%d" % i for i in range(20)], **{
+            "batch.num.messages": 20, "linger.ms": 200}) == []
+        admin = AdminClient({"bootstrap.servers": procs[lead].bootstrap})
+        (done,) = admin.delete_records([ck.TopicPartition(TOPIC, 0, 45)]).values()
+        assert done.result(timeout=20).low_watermark == 45
+    finally:
+        resume(procs[victim])
+    assert wait_isr(z, lambda s: s == set(procs)) == set(procs)
+    leader_log = log_bytes(procs[lead])
+    follower_log = eventually(lambda: log_bytes(procs[victim]),
+                              lambda d: d and leader_log.endswith(d), timeout=WAIT_S)
+    first = batch_headers(follower_log)[0]
+    # the leader's batches from the one holding its log start, nothing before
+    assert leader_log.endswith(follower_log) and first.base_offset <= 45 <= first.last_offset
+    assert batch_headers(follower_log)[-1].last_offset == 49
+    with open_socket(procs[lead].bootstrap) as s:
+        assert fetch_raw(s, TOPIC, 0, 45).log_start_offset == 45
