@@ -68,6 +68,15 @@ BROKER_PROPS: list[Prop] = [
     Prop("broker.rack", "string", None, None, "Rack of the broker (rack-aware placement)."),
     Prop("kafkalite.controller.enable", "boolean", True, None, "With zookeeper.connect: "
          "contend for /controller. false only for tests that play the controller."),
+    # Replication between cluster brokers (cluster/replication.py, replica_fetcher.py).
+    Prop("replica.lag.time.max.ms", "long", 30000, _at_least(1)),
+    Prop("replica.fetch.wait.max.ms", "int", 500, _at_least(0)),
+    Prop("replica.fetch.min.bytes", "int", 1, _at_least(1)),
+    Prop("replica.fetch.max.bytes", "int", 1048576, _at_least(0)),
+    Prop("replica.fetch.response.max.bytes", "int", 10485760, _at_least(0)),
+    Prop("replica.fetch.backoff.ms", "int", 1000, _at_least(0)),
+    Prop("replica.socket.timeout.ms", "int", 30000),
+    Prop("replica.high.watermark.checkpoint.interval.ms", "long", 5000, _at_least(1)),
     Prop("controlled.shutdown.enable", "boolean", True),
     Prop("controlled.shutdown.max.retries", "int", 3, _at_least(1)),
     Prop("controlled.shutdown.retry.backoff.ms", "long", 5000, _at_least(0)),
@@ -234,7 +243,8 @@ _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "batches are stored as the producer compressed them": (
         "compression.type", "compression.gzip.level", "compression.lz4.level",
         "compression.zstd.level"),
-    "one replica: acks=all is never refused with NOT_ENOUGH_REPLICAS": ("min.insync.replicas",),
+    "one replica without zookeeper.connect: acks=all is never refused with "
+    "NOT_ENOUGH_REPLICAS": ("min.insync.replicas",),
     "the operating system's socket buffer sizes are used": (
         "socket.send.buffer.bytes", "socket.receive.buffer.bytes"),
     "one event loop serves every connection and request": (
@@ -247,9 +257,10 @@ _IGNORED_WHY: dict[str, tuple[str, ...]] = {
     "no inter-broker protocol": ("inter.broker.protocol.version",),
 }
 IGNORED: dict[str, str] = {name: why for why, names in _IGNORED_WHY.items() for name in names}
-# Ignored on one node, honoured in a ZooKeeper cluster (the internal topics' creation).
+# Ignored on one node, honoured in a ZooKeeper cluster (the internal topics' creation,
+# acks=all against the ISR).
 _CLUSTER_HONOURS = ("offsets.topic.replication.factor",
-                    "transaction.state.log.replication.factor")
+                    "transaction.state.log.replication.factor", "min.insync.replicas")
 # Values that do what kafkalite does anyway, so they need no warning.
 _HARMLESS: dict[str, tuple[Any, ...]] = {"log.roll.jitter.ms": (None, 0),
                                          "log.roll.jitter.hours": (0,)}

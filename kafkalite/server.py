@@ -141,6 +141,9 @@ class KafkaServer:
             from .cluster.zk_view import start_view  # brokers, controller, leaders from znodes
             self.cluster_view = await start_view(self.broker, self.membership, self.config)
             self.broker.view = self.cluster_view
+            from .cluster.replication import Replication  # leaders, followers, ISR, HW
+            self.broker.replication = Replication(self.broker, self.cluster_view, self.config)
+            self.broker.replication.start()
             from .cluster.config_changes import ConfigChanges  # topic configs from ZooKeeper
             self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
             self.broker.config_changes = self.config_changes
@@ -260,7 +263,8 @@ class KafkaServer:
         for server in self._servers:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
         # before the logs and sessions go
-        for part in (self.local_topics, self.controller, self.config_changes):
+        for part in (self.broker.replication, self.local_topics, self.controller,
+                     self.config_changes):
             if part is not None:
                 await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)

@@ -76,6 +76,7 @@ class Broker:
         # Who leads what, and which brokers exist: handlers ask here, never invent it.
         self.view: ClusterView = SingleNodeView(self)
         self.notifier = AppendNotifier()
+        self.replication: Any = None  # cluster.replication.Replication in a cluster
         self.pids: ProducerIdAllocator | None = None
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.groups: GroupCoordinator | None = None  # set by open()

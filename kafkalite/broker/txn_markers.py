@@ -90,7 +90,8 @@ def _append_marker(broker, p, producer_id: int, epoch: int, coordinator_epoch: i
                          f"{entry.coordinator_epoch} (current)")
     batch = build_marker(producer_id, epoch, commit, coordinator_epoch, now)
     h = parse_header(batch)
-    offset = p.append(batch, h, now)
+    offset = p.append(batch, h, now,
+                      leader_epoch=broker.view.leader_epoch(p.topic, p.partition))
     done = state.end(producer_id, epoch, coordinator_epoch, offset,
                      now if p.config.log_append_time else h.max_timestamp)
     if done is not None and not commit:

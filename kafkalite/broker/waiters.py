@@ -1,6 +1,8 @@
 # Wake-ups for long-poll fetches: a fetch that has too few bytes waits on the partitions it
 # reads, and the produce path notifies them. No polling. A woken fetch learns which of its
 # partitions had appends, so it re-reads only those (the others' answers cannot have changed).
+# In a cluster, replication listens to every append (a leader's high watermark may move
+# with it) before the waiters wake, and wakes them itself when a follower's fetch moves it.
 from __future__ import annotations
 
 import asyncio
@@ -20,8 +22,16 @@ class _Waiter:
 class AppendNotifier:
     def __init__(self) -> None:
         self._waiters: dict[Key, set[_Waiter]] = {}
+        self.append_listeners: list = []  # called as fn(topic, partition) at each append
 
     def notify(self, topic: str, partition: int) -> None:
+        """An append to the partition."""
+        for listener in self.append_listeners:
+            listener(topic, partition)
+        self.wake(topic, partition)
+
+    def wake(self, topic: str, partition: int) -> None:
+        """Wake the fetches waiting on the partition (its data or watermarks moved)."""
         key = (topic, partition)
         waiters = self._waiters.pop(key, None)
         if waiters:
@@ -54,4 +64,4 @@ class AppendNotifier:
 
     def wake_all(self) -> None:
         for k in list(self._waiters):
-            self.notify(*k)
+            self.wake(*k)

@@ -29,7 +29,7 @@ from ..wire.errors import ErrorCode
 from . import zkdata
 from .membership import ClusterError, RetryTimer
 from .view import NO_EPOCH, NO_NODE, BrokerNode, PartitionState
-from .zk import NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
+from .zk import BadVersion, NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -77,6 +77,9 @@ class ZkClusterView:
         self._topics: dict[str, ClusterTopic] = {}
         self._by_id: dict[uuid.UUID, ClusterTopic] = {}
         self._states: dict[tuple[str, int], zkdata.PartitionState] = {}
+        # Each state znode's version as last read or written: the partition epoch a
+        # leader's conditional ISR write is based on (write_isr).
+        self._versions: dict[tuple[str, int], int] = {}
         self._task: asyncio.Task | None = None
         self._retry = RetryTimer(broker.clock)
         self._listeners: list[StateListener] = []
@@ -176,6 +179,7 @@ class ZkClusterView:
             self._by_id.pop(topic.topic_id, None)
             for p in topic.assignment.partitions:
                 old = self._states.pop((name, p), None)
+                self._versions.pop((name, p), None)
                 if old is not None:
                     self._notify(name, p, old, None)
             log.info("Topic %s is gone from ZooKeeper", name)
@@ -191,7 +195,7 @@ class ZkClusterView:
                              assignment)
         states = {}
         for p in sorted(assignment.partitions):
-            states[p] = await self._get_state(name, p)
+            states[p] = await self._get_state(name, p)  # (state, version)
         if any(self.node_id in replicas for replicas in assignment.partitions.values()):
             await self._ensure_local_log(topic)
         old = self._topics.get(name)
@@ -199,36 +203,78 @@ class ZkClusterView:
             self._by_id.pop(old.topic_id, None)
         self._topics[name] = topic
         self._by_id[topic.topic_id] = topic
-        for p, state in states.items():
-            self._set_state(name, p, state)
+        for p, (state, version) in states.items():
+            self._set_state(name, p, state, version)
 
-    async def _get_state(self, topic: str, partition: int) -> zkdata.PartitionState | None:
-        """The state znode's content (None while the controller has not written it), its
-        watch armed either way."""
+    async def _get_state(self, topic: str, partition: int
+                         ) -> tuple[zkdata.PartitionState | None, int]:
+        """The state znode's content (None while the controller has not written it) and
+        version, its watch armed either way."""
         path = zkdata.partition_state_path(topic, partition)
         for _ in range(3):  # bounded: a node created between get and exists is read again
             try:
-                return zkdata.PartitionState.decode((await self.client.get(path, watch=True))[0])
+                data, stat = await self.client.get(path, watch=True)
+                return zkdata.PartitionState.decode(data), stat.version
             except NoNode:
                 if await self.client.exists(path, watch=True) is None:
-                    return None
-        return None
+                    return None, -1
+        return None, -1
 
     async def _read_state(self, topic: str, partition: int) -> None:
-        self._set_state(topic, partition, await self._get_state(topic, partition))
+        self._set_state(topic, partition, *await self._get_state(topic, partition))
 
-    def _set_state(self, topic: str, partition: int, state: zkdata.PartitionState | None) -> None:
+    def _set_state(self, topic: str, partition: int, state: zkdata.PartitionState | None,
+                   version: int = -1) -> None:
         key = (topic, partition)
         old = self._states.get(key)
         if state is None:
             self._states.pop(key, None)
+            self._versions.pop(key, None)
         else:
             self._states[key] = state
+            self._versions[key] = version
         if old != state:
             self._notify(topic, partition, old, state)
         if old != state and state is not None:
             log.info("Partition %s-%d: leader %d, leader epoch %d, isr %s", topic, partition,
                      state.leader, state.leader_epoch, list(state.isr))
+
+    # --- the leader's own ISR writes (Kafka's ZooKeeper mode before KIP-497) ---------------
+
+    def partition_states(self) -> list[tuple[str, int, zkdata.PartitionState]]:
+        """Every known state znode, as (topic, partition, state)."""
+        return [(t, p, s) for (t, p), s in self._states.items()]
+
+    async def write_isr(self, topic: str, partition: int, isr: tuple[int, ...]) -> bool:
+        """As the partition's leader, write `isr` to its state znode, conditionally on the
+        version this view holds (Kafka's ReplicationUtils.updateLeaderAndIsr: leader, leader
+        epoch and controller epoch kept), then queue an isr_change_notification for the
+        controller. False when the write lost (the controller, or a newer leader, wrote
+        since): the state is read again, and its watch brings the new state to the
+        listeners; the caller decides again from that, never retrying blindly."""
+        key = (topic, partition)
+        current, version = self._states.get(key), self._versions.get(key, -1)
+        if current is None or current.leader != self.node_id or version < 0:
+            return False
+        new = zkdata.PartitionState(current.leader, current.leader_epoch, tuple(isr),
+                                    current.controller_epoch, current.leader_recovery_state)
+        path = zkdata.partition_state_path(topic, partition)
+        try:
+            stat = await self.client.set(path, new.encode(), version)
+        except ZkError as e:
+            log.info("ISR write of %s-%d at version %d failed: %r", topic, partition, version, e)
+            if isinstance(e, (BadVersion, NoNode)):  # lost: else a new session re-reads
+                await self._read_state(topic, partition)
+            return False
+        if self._versions.get(key) == version:  # no newer state read meanwhile
+            self._set_state(topic, partition, new, stat.version)
+        try:  # the controller learns of it (Kafka's propagateIsrChanges)
+            await self.client.create(f"{zkdata.ISR_CHANGE_NOTIFICATION}/"
+                                     f"{zkdata.ISR_CHANGE_PREFIX}", zkdata.encode_isr_change(
+                                         [key]), sequence=True, makepath=True)
+        except ZkError as e:
+            log.warning("isr_change_notification of %s-%d not written: %r", *key, e)
+        return True
 
     async def _ensure_local_log(self, topic: ClusterTopic) -> None:
         """The local logs of a topic this broker holds a replica of (all its partitions:

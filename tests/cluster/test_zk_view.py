@@ -244,10 +244,12 @@ def test_producers_follow_a_leadership_move(cluster):
     finally:
         kp.close(timeout=5)
     assert list_offset(b1, topic, 0) == (NOT_LEADER, -1)
-    assert list_offset(b2, topic, 0) == (NONE, 14)
-    got = kclients.consume("kafka-python", b1.bootstrap, topic, {0: 14}, timeout=30)
-    assert sorted(r[3] for r in got[0]) == sorted([b"c%d" % i for i in range(7)] +
-                                                  [b"k%d" % i for i in range(7)])
+    # broker 2 had replicated broker 1's 10 records as its follower (replication.py)
+    assert list_offset(b2, topic, 0) == (NONE, 24)
+    got = kclients.consume("kafka-python", b1.bootstrap, topic, {0: 24}, timeout=30)
+    assert sorted(r[3] for r in got[0]) == sorted(
+        [b"c%d" % i for i in range(5)] + [b"k%d" % i for i in range(5)] +
+        [b"c%d" % i for i in range(7)] + [b"k%d" % i for i in range(7)])
 
 
 def test_a_killed_broker_leaves_metadata_and_its_replicas_go_offline(cluster):

@@ -13,7 +13,9 @@
 # node: leader at epoch 0; in a cluster NOT_LEADER_OR_FOLLOWER on a partition this broker
 # does not lead, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for an older / newer epoch, as
 # Kafka's Partition.checkCurrentLeaderEpoch): such a partition is answered unread and the
-# fetch does not wait.
+# fetch does not wait. Replication (cluster/replication.py): a follower's fetch (replica_id
+# >= 0) reads up to the log end and its fetch_offset tells the leader its LEO; consumers
+# read only below the high watermark, and their long polls wake when it moves.
 # Transactions: every answer carries the partition's last stable offset (LSO: the first
 # offset of its oldest open transaction, else the high watermark). isolation_level=1
 # (read_committed) reads only below the LSO and lists `aborted_transactions`, the aborted
@@ -35,7 +37,7 @@ from ..build import to_ms
 from ..fetch_sessions import FetchSessionCache, SessionPartition
 from ..quotas import FETCH
 from ..registry import api
-from ...security.acl_check import denied
+from ...security.acl_check import cluster, denied
 from ...security.acls import Operation, ResourceType
 from ._storage import LogError, log_error_code
 
@@ -108,7 +110,8 @@ def _committed(p, fetch_offset: int, data) -> tuple:
 
 
 async def _read_all(broker, use_ids: bool, partitions, max_bytes: int, committed: bool,
-                    earlier: dict | None = None, only: set | None = None):
+                    earlier: dict | None = None, only: set | None = None,
+                    below_hw: bool = False):
     """Read the partitions; returns ({key: part result}, bytes read, any error). With
     `earlier` and `only` (a long poll woken by appends), only the keys in `only` are read
     again: the other partitions had no appends, so their earlier answers still hold."""
@@ -135,8 +138,9 @@ async def _read_all(broker, use_ids: bool, partitions, max_bytes: int, committed
             error = True
             continue
         try:
-            data = await p.read_async(sp.fetch_offset, min(sp.max_bytes, remaining),
-                                      total == 0, p.last_stable_offset if committed else None)
+            data = await p.read_async(sp.fetch_offset, min(sp.max_bytes, remaining), total == 0,
+                                      p.last_stable_offset if committed else
+                                      p.high_watermark if below_hw else None)
         except LogError as e:
             # Kafka answers a failed partition with -1 watermarks, OFFSET_OUT_OF_RANGE too.
             out[key] = (idx, log_error_code(e, f"{p.topic}-{idx}"), -1, -1, b"")
@@ -229,10 +233,26 @@ async def handle(ctx, req):
         for k in partitions:
             if names.get(k[0]) in refused:
                 fenced[k] = ErrorCode.topic_authorization_failed
+    # In a cluster a follower (replica_id >= 0; v15+ in replica_state) reads up to the log
+    # end and its fetch_offset is its LEO for the leader; consumers read below the HW. A
+    # follower needs CLUSTER_ACTION (KafkaApis: else every partition is refused).
+    replication = broker.replication
+    below_hw = replication is not None
+    replica_id = req.replica_state.replica_id if v >= 15 else req.replica_id
+    follower = replica_id >= 0 and replication is not None
+    if follower and not cluster(ctx, Operation.CLUSTER_ACTION):
+        fenced = dict.fromkeys(partitions, ErrorCode.topic_authorization_failed)
     if fenced:  # answered with their error, never read; the fetch does not wait
         readable = OrderedDict((k, sp) for k, sp in partitions.items() if k not in fenced)
     committed = getattr(req, "isolation_level", 0) == 1
-    results, total, error = await _read_all(broker, use_ids, readable, max_bytes, committed)
+    if follower:
+        below_hw = False
+        for k, sp in readable.items():
+            name = names.get(k[0]) if use_ids else k[0]
+            if name is not None:
+                replication.follower_fetched(name, k[1], replica_id, sp.fetch_offset)
+    results, total, error = await _read_all(broker, use_ids, readable, max_bytes, committed,
+                                            below_hw=below_hw)
     error = error or bool(fenced)
     by_name = None
     while True:
@@ -244,11 +264,11 @@ async def handle(ctx, req):
         woken = await broker.notifier.wait(by_name, remaining)
         if not woken:  # the wait ran out: a last full read, as Kafka's DelayedFetch expiry
             results, total, error = await _read_all(broker, use_ids, readable, max_bytes,
-                                                    committed)
+                                                    committed, below_hw=below_hw)
             break
         results, total, error = await _read_all(broker, use_ids, readable, max_bytes,
                                                 committed, results,
-                                                {by_name[k] for k in woken})
+                                                {by_name[k] for k in woken}, below_hw)
     if fenced:  # in the request's order
         results = {k: (k[1], fenced[k], -1, -1, b"") if k in fenced else results[k]
                    for k in partitions}

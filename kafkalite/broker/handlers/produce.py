@@ -36,10 +36,18 @@
 # then RECORD_LIST_TOO_LARGE for a batch larger than the topic's segment.bytes.
 # In a cluster (zookeeper.connect) a partition this broker does not lead answers
 # NOT_LEADER_OR_FOLLOWER (the cluster view's leadership; Produce carries no leader epoch).
+# Replication (cluster/replication.py): acks=-1 first checks the ISR against the topic's
+# min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing appended), then waits until the high
+# watermark passes the appended batch (Kafka's DelayedProduce): REQUEST_TIMED_OUT after the
+# request's timeout (also when the ISR shrank below min.insync.replicas meanwhile: as in
+# Kafka 3.8 the HW then stays), NOT_ENOUGH_REPLICAS_AFTER_APPEND for a batch the HW had
+# passed with the ISR below it, NOT_LEADER_OR_FOLLOWER when the leadership moved. acks=1
+# answers after the local append.
 # Gaps: timestamp bounds are checked on the batch's base
 # and max timestamps, so a record earlier than the first one can pass.
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 
@@ -49,6 +57,7 @@ from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
 from ...wire.primitives import EMPTY_TAGS, array_len, string
 from ...wire.recompress import recompress
 from ...wire.records import TRANSACTIONAL_BIT, validate_produce_batch
+from ..build import to_ms
 from ..quotas import PRODUCE
 from ..record_checks import RecordErrors, check_records
 from ..registry import api
@@ -165,7 +174,7 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
             return _partition_result(idx, 0, dup, -1, p.log_start_offset)
         if state.ongoing and not transactional:
             state.check_not_in_txn(h.producer_id)
-    base = p.append(records, h, now)
+    base = p.append(records, h, now, leader_epoch=broker.view.leader_epoch(topic, idx))
     if state is not None:
         state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
                      base, now if p.config.log_append_time else h.max_timestamp)
@@ -214,6 +223,9 @@ async def handle(ctx, req):
             for pd in td.partition_data]) for td in req.topic_data])]
     refused = denied(ctx, Operation.WRITE, ResourceType.TOPIC, (td.name for td in req.topic_data))
     view = broker.view
+    replication = broker.replication
+    replicated = acks == -1 and replication is not None  # acks=all waits for the ISR
+    waits: dict = {}
     for td in req.topic_data:
         name = td.name
         topic = None if name in refused else logs.get(name)
@@ -231,10 +243,17 @@ async def handle(ctx, req):
             if p is None or code:
                 parts.append(_partition_result(idx, code or ErrorCode.unknown_topic_or_partition))
                 continue
+            if replicated:  # min.insync.replicas, before anything is appended
+                code = replication.produce_error(name, idx)
+                if code:
+                    parts.append(_partition_result(idx, code))
+                    continue
             try:
                 parts.append(append_batch(broker, name, p, idx, pd.records or b"", now,
                                           ctx.api_version, req.transactional_id))
                 touched.append(p)
+                if replicated and not parts[-1][1]:
+                    waits[(name, idx)] = replication.wait_acks(name, idx, p.log_end_offset)
             except KafkaError as e:
                 parts.append(_error_result(idx, e))
             except LogError as e:
@@ -260,4 +279,27 @@ async def handle(ctx, req):
         results = [(name, [r if r[1] else _partition_result(
             r[0], ErrorCode.kafka_storage_error, message=f"fsync failed: {e}")
             for r in parts]) for name, parts in results]
+    if waits:
+        results = await _replicated(waits, results, to_ms(req.timeout))
     return [encode_response(ctx.api_version, results, ctx.throttle_ms)]
+
+
+async def _replicated(waits: dict, results: list, timeout_ms: int) -> list:
+    """acks=all in a cluster (Kafka's DelayedProduce): each appended partition answers once
+    the HW passes its batch, REQUEST_TIMED_OUT after the request's timeout, or the error its
+    wait ended with (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER)."""
+    futs = [f for f in waits.values() if f is not None]
+    if futs:
+        await asyncio.wait(futs, timeout=max(timeout_ms, 0) / 1000)
+    out = []
+    for name, parts in results:
+        fixed = []
+        for r in parts:
+            fut = waits.get((name, r[0]))
+            code = ErrorCode.none if fut is None or r[1] else \
+                fut.result() if fut.done() else ErrorCode.request_timed_out
+            fixed.append(r if code == ErrorCode.none else _partition_result(r[0], code))
+            if fut is not None and not fut.done():
+                fut.cancel()
+        out.append((name, fixed))
+    return out
