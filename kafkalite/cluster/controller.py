@@ -21,7 +21,8 @@
 # the controller saw it go is a bounced broker: it failed and restarted (Kafka's BrokerChange),
 # so it is handled as both. Controlled shutdown (controlled_shutdown.py) and the preferred-
 # leader elections (preferred.py: ElectLeaders, /admin/preferred_replica_election, the
-# automatic rebalance on the injected clock) run in the same queue.
+# automatic rebalance on the injected clock) run in the same queue, as do the leaders'
+# /isr_change_notification announcements (their states re-read, the notifications deleted).
 from __future__ import annotations
 
 import asyncio
@@ -143,6 +144,8 @@ class Controller(FencedWrites):
                 self._work.put_nowait(("deletions",))
             elif event.path == zkdata.PREFERRED_REPLICA_ELECTION:
                 self._work.put_nowait(("preferred",))
+            elif event.path == zkdata.ISR_CHANGE_NOTIFICATION:
+                self._work.put_nowait(("isr_changes",))
             elif event.path.startswith(zkdata.TOPICS + "/") and event.path.count("/") == 3:
                 self._work.put_nowait(("topic", event.path.rsplit("/", 1)[1]))
 
@@ -186,6 +189,8 @@ class Controller(FencedWrites):
             await self.delete_marked_topics()
         elif kind == "preferred":
             await preferred.znode_election(self)
+        elif kind == "isr_changes":
+            await self.isr_changes()
         elif kind == "rebalance":
             self._schedule_rebalance(self.imbalance_interval_ms)
             await preferred.auto_rebalance(self, self.imbalance_percentage)
@@ -255,6 +260,7 @@ class Controller(FencedWrites):
         await self._offline_replicas()
         await self._bring_online(list(self.states) + self._uninitialized())
         await self.delete_marked_topics()
+        await self.isr_changes()
         await preferred.znode_election(self)
         self._schedule_rebalance(preferred.FIRST_CHECK_DELAY_MS)
 
@@ -344,6 +350,27 @@ class Controller(FencedWrites):
             await delete_topic_znodes(self.zk, topic, self.epoch_zk_version)
             self._forget_topic(topic)
             log.info("controller: deleted topic %s", topic)
+
+    async def isr_changes(self) -> None:
+        """Leaders announce the ISR changes they wrote under /isr_change_notification (Kafka's
+        IsrChangeNotification): re-read those partitions' states, then delete the
+        notifications (watch re-armed), so they never pile up."""
+        for name in sorted(await self.zk.children(zkdata.ISR_CHANGE_NOTIFICATION, watch=True)):
+            path = f"{zkdata.ISR_CHANGE_NOTIFICATION}/{name}"
+            try:
+                changed = zkdata.decode_isr_change((await self.zk.get(path))[0])
+            except NoNode:
+                continue
+            except (ValueError, KeyError, TypeError) as e:  # unreadable: logged, deleted
+                log.warning("controller: ignoring malformed %s: %s", path, e)
+                changed = set()
+            for key in sorted(changed):
+                if key in self.states:
+                    await self.read_state(key)
+            try:
+                await self.zk.delete(path)
+            except NoNode:
+                pass
 
     async def _brokers_changed(self) -> None:
         live = set(self.live_source.live_brokers())

@@ -367,3 +367,30 @@ async def test_a_new_controller_takes_replicas_of_dead_brokers_offline(cluster):
 
 async def live_ids(zk: ZkClient) -> set[int]:
     return {int(c) for c in await zk.children(zkdata.BROKER_IDS)}
+
+
+async def test_isr_change_notifications_are_read_and_deleted(cluster):
+    """A leader's ISR change announced under /isr_change_notification (what replication.py
+    writes after its conditional state write): the controller re-reads those partitions'
+    states and deletes the notifications, as Kafka's IsrChangeNotification handler, also
+    ones left while no controller ran; an unreadable one is deleted too."""
+    for b in (1, 2, 3):
+        await cluster.broker(b)
+    admin = cluster.admin
+    await admin_zk.create_topic(admin, "t", 1, 3, assignment={0: [1, 2, 3]})
+    left = await admin.create(f"{zkdata.ISR_CHANGE_NOTIFICATION}/{zkdata.ISR_CHANGE_PREFIX}",
+                              b"not json", sequence=True)  # before any controller
+    ctl = await cluster.controller(9)
+    assert await eventually(lambda: active(ctl), bool)
+    (state, version), = (await wait_states(admin, "t", lambda s: len(s) == 1)).values()
+    assert await eventually(lambda: admin.children(zkdata.ISR_CHANGE_NOTIFICATION),
+                            lambda c: not c) == []
+    assert await admin.exists(left) is None
+    # leader 1 shrinks the ISR itself (same leader epoch), then announces it
+    shrunk = zkdata.PartitionState(1, state.leader_epoch, (1, 2), state.controller_epoch)
+    await admin.set(zkdata.partition_state_path("t", 0), shrunk.encode(), version)
+    await admin.create(f"{zkdata.ISR_CHANGE_NOTIFICATION}/{zkdata.ISR_CHANGE_PREFIX}",
+                       zkdata.encode_isr_change([("t", 0)]), sequence=True)
+    assert await eventually(lambda: admin.children(zkdata.ISR_CHANGE_NOTIFICATION),
+                            lambda c: not c) == []
+    assert ctl.states[("t", 0)] == (shrunk, version + 1)  # the controller's view follows
