@@ -7,7 +7,6 @@
 # Metadata auto-creates an ordinary topic with num.partitions / default.replication.factor.
 from __future__ import annotations
 
-import uuid
 
 import pytest
 from kafka.protocol import metadata
@@ -18,7 +17,7 @@ from kafkalite.wire.errors import ErrorCode
 from tests.cluster.coordinator_helpers import GROUP, OFFSETS, TRANSACTION, TXN, find, found
 from tests.cluster.test_membership import CONNECT_MS, SESSION_MS, WAIT_S, Zk
 from tests.cluster.test_zk_admin_apis import assignment
-from tests.helpers import real_kafka, zookeeper as zkh
+from tests.helpers import zookeeper as zkh
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.real_kafka import eventually, free_port_pair
@@ -65,16 +64,8 @@ def scenario(connect: str, bootstrap: str, node_id: int) -> list:
 
 @pytest.fixture
 def kafka_broker(zookeeper):
-    if (reason := real_kafka.unavailable_reason()) is not None:
-        pytest.skip(reason)
-    connect = f"{zookeeper}/kafka-ref-{uuid.uuid4().hex}"
-    b = zkh.ZkModeKafka(connect, broker_id=1, settings=SETTINGS)
-    try:
-        b.start()
-        yield connect, b.bootstrap
-    finally:
-        b.stop()
-        b.cleanup()
+    with zkh.kafka_on_zookeeper(zookeeper, (1,), SETTINGS) as (connect, brokers):
+        yield connect, brokers[1].bootstrap
 
 
 @pytest.fixture

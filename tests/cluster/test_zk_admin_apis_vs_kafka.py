@@ -5,14 +5,13 @@
 # ZooKeeper-era Kafka's message; duplicates; partition growth; deletion).
 from __future__ import annotations
 
-import uuid
 
 import pytest
 from kafka.protocol.admin import CreatePartitionsRequest
 
 from tests.cluster.test_membership import CONNECT_MS, SESSION_MS, WAIT_S, Zk
 from tests.cluster.test_zk_admin_apis import assignment, controller_id, create, delete, grow
-from tests.helpers import real_kafka, zookeeper as zkh
+from tests.helpers import zookeeper as zkh
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.real_kafka import eventually, free_port_pair
@@ -68,17 +67,8 @@ def scenario(connect: str, bootstraps: dict[int, str]) -> list:
 
 @pytest.fixture
 def kafka_cluster(zookeeper):
-    if (reason := real_kafka.unavailable_reason()) is not None:
-        pytest.skip(reason)
-    connect = f"{zookeeper}/kafka-ref-{uuid.uuid4().hex}"
-    brokers = {i: zkh.ZkModeKafka(connect, broker_id=i) for i in (1, 2)}
-    try:
-        for b in brokers.values():
-            b.start()
+    with zkh.kafka_on_zookeeper(zookeeper, (1, 2)) as (connect, brokers):
         yield connect, {i: b.bootstrap for i, b in brokers.items()}
-    finally:
-        for b in brokers.values():
-            b.cleanup()
 
 
 @pytest.fixture

@@ -17,17 +17,23 @@
 # sessions (the server otherwise clamps them to 2-20 ticks).
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 import uuid
+from typing import Iterator, Sequence
+
+import pytest
 
 from kafkalite.testing import BrokerProcess
 
-from .real_kafka import RealKafka, anchor_dir, free_port_pair, java_major
+from .real_kafka import (RealKafka, anchor_dir, free_port_pair, java_major,
+                         unavailable_reason as kafka_unavailable_reason)
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 START_TIMEOUT_S = 60.0
@@ -185,3 +191,24 @@ class ZkModeKafka(RealKafka):
         return ["env", f"LOG_DIR={os.path.join(self.data_dir, 'applogs')}",
                 "KAFKA_HEAP_OPTS=-Xmx256M -Xms256M", "EXTRA_ARGS=-name kafkaServer",
                 script, self.properties]
+
+
+@contextlib.contextmanager
+def kafka_on_zookeeper(zookeeper: str, ids: Sequence[int],
+                       settings: dict[str, str] | None = None) -> Iterator[tuple[str, dict]]:
+    """Kafka 3.8 brokers `ids` in ZooKeeper mode on a chroot of their own of `zookeeper`,
+    started: yields (their zookeeper.connect, {id: ZkModeKafka}); skips the test when the
+    Kafka anchor is missing. Stopped and removed afterwards."""
+    if (reason := kafka_unavailable_reason()) is not None:
+        pytest.skip(reason)
+    connect = f"{zookeeper}/kafka-ref-{uuid.uuid4().hex}"
+    brokers = {i: ZkModeKafka(connect, broker_id=i, settings=settings) for i in ids}
+    try:
+        for b in brokers.values():
+            b.start()
+        yield connect, brokers
+    finally:
+        for b in brokers.values():
+            if b.proc is not None:
+                b.proc.send_signal(signal.SIGCONT)  # a test may have left it stopped
+            b.cleanup()
