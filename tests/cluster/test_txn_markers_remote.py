@@ -1,0 +1,118 @@
+# Transaction markers sent to other brokers (issue 17): a topic with a partition led by each of
+# 3 brokers, a confluent-kafka transactional producer writing to all of them. The transaction
+# coordinator leads only one of the partitions; the COMMIT/ABORT markers of the others go to
+# their leaders by WriteTxnMarkers (cluster/marker_sender.py), so a read_committed consumer
+# sees every committed record of every partition and none of the aborted ones. The offsets of
+# send_offsets_to_transaction go to a group coordinator on another broker than the
+# transaction coordinator, and become visible when the marker reaches that __consumer_offsets
+# partition's leader.
+from __future__ import annotations
+
+import uuid
+
+from kafka.protocol.admin import CreateTopicsRequest
+
+from kafkalite.wire.errors import ErrorCode
+from tests.cluster.coordinator_helpers import (GROUP, OFFSETS, TRANSACTION, TXN, cluster, found,
+                                               leader_of, offset_fetch)
+from tests.cluster.test_coordinators_txn import consume_all
+from tests.cluster.test_membership import WAIT_S, brokers, connect, zk  # noqa: F401
+from tests.helpers.kbatch import call
+from tests.helpers.kbatch import connect as open_socket
+from tests.helpers.real_kafka import eventually
+
+SETTINGS = {"transaction.state.log.num.partitions": "3",
+            "transaction.state.log.replication.factor": "1",
+            "offsets.topic.num.partitions": "3",
+            "offsets.topic.replication.factor": "1"}
+TOPIC = "spread"
+PARTITIONS = 3  # one led by each broker
+
+
+def create_spread(bootstrap: str, ids: list[int]) -> int:
+    """TOPIC with partition i's only replica on ids[i] (CreateTopics v7)."""
+    T = CreateTopicsRequest.CreatableTopic
+    req = CreateTopicsRequest[7](topics=[T(
+        name=TOPIC, num_partitions=-1, replication_factor=-1, configs=[],
+        assignments=[T.CreatableReplicaAssignment(partition_index=i, broker_ids=[b])
+                     for i, b in enumerate(ids)])], timeout_ms=15000, validate_only=False)
+    with open_socket(bootstrap) as s:
+        (row,) = call(s, req).topics
+    return row.error_code
+
+
+def group_led_elsewhere(z, than: int) -> str:
+    """A group id whose __consumer_offsets partition is led by another broker than `than`."""
+    for i in range(100):
+        gid = f"g-{i}-{uuid.uuid4().hex[:6]}"
+        led = leader_of(z, OFFSETS, gid)
+        if led is not None and led[0] != than:
+            return gid
+    raise AssertionError("no group led elsewhere")
+
+
+def setup(brokers, zk):
+    """The cluster, TOPIC with a partition led by each broker, a transactional id and a group
+    whose coordinator is not the transaction coordinator's broker:
+    (procs, everyone's bootstrap, txn id, group, group coordinator's id)."""
+    procs, z, cid = cluster(brokers, zk, **SETTINGS)
+    txn_id = f"tx-{uuid.uuid4().hex[:8]}"
+    found(procs[cid].bootstrap, txn_id, TRANSACTION)  # __transaction_state written, led
+    txn_leader, _ = leader_of(z, TXN, txn_id)
+    found(procs[cid].bootstrap, "probe", GROUP)  # __consumer_offsets written, led
+    group = group_led_elsewhere(z, txn_leader)
+    group_leader = found(procs[cid].bootstrap, group, GROUP)
+    assert group_leader != txn_leader
+    ids = sorted(procs)
+    assert create_spread(procs[cid].bootstrap, ids) == ErrorCode.none
+    assert eventually(lambda: _leaders(z), lambda led: led == ids, timeout=WAIT_S) == ids
+    return procs, ",".join(b.bootstrap for b in procs.values()), txn_id, group, group_leader
+
+
+def run(everyone: str, txn_id: str, offsets_of: str | None = None) -> None:
+    """Commit, abort, commit one record per partition; the last transaction also commits
+    offsets 10+i of `offsets_of` when given."""
+    import confluent_kafka as ck
+    p = ck.Producer({"bootstrap.servers": everyone, "transactional.id": txn_id,
+                     "linger.ms": 5})
+    p.init_transactions(WAIT_S)
+    meta = ck.Consumer({"bootstrap.servers": everyone, "group.id": offsets_of or "unused"})
+    try:
+        for tag, commit in (("a", True), ("x", False), ("b", True)):
+            p.begin_transaction()
+            for i in range(PARTITIONS):
+                p.produce(TOPIC, value=f"{tag}{i}".encode(), partition=i)
+            assert p.flush(WAIT_S) == 0  # written, also those aborted
+            if tag == "b" and offsets_of is not None:
+                p.send_offsets_to_transaction(
+                    [ck.TopicPartition(TOPIC, i, 10 + i) for i in range(PARTITIONS)],
+                    meta.consumer_group_metadata(), WAIT_S)
+            if commit:
+                p.commit_transaction(WAIT_S)
+            else:
+                p.abort_transaction(WAIT_S)
+    finally:
+        meta.close()
+
+
+def test_markers_reach_partitions_led_by_other_brokers(brokers, zk):
+    procs, everyone, txn_id, _, _ = setup(brokers, zk)
+    run(everyone, txn_id)
+    committed = sorted(f"{t}{i}".encode() for t in "ab" for i in range(PARTITIONS))
+    aborted = [f"x{i}".encode() for i in range(PARTITIONS)]
+    assert sorted(consume_all(everyone, TOPIC, "read_committed", len(committed))) == committed
+    assert sorted(consume_all(everyone, TOPIC, "read_uncommitted", 3 * PARTITIONS)) == sorted(
+        committed + aborted)
+
+
+def _leaders(z) -> list[int | None]:
+    """Each partition's leader of TOPIC in ZooKeeper (None before its state exists)."""
+    from kafkalite.cluster import zkdata
+    out = []
+    for i in range(PARTITIONS):
+        path = zkdata.partition_state_path(TOPIC, i)
+        if z.client.exists(path) is None:
+            out.append(None)
+            continue
+        out.append(zkdata.PartitionState.decode(z.client.get(path)[0]).leader)
+    return out
