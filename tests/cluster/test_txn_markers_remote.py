@@ -105,6 +105,16 @@ def test_markers_reach_partitions_led_by_other_brokers(brokers, zk):
         committed + aborted)
 
 
+def test_offsets_of_a_group_coordinated_elsewhere_are_committed(brokers, zk):
+    procs, everyone, txn_id, group, group_leader = setup(brokers, zk)
+    run(everyone, txn_id, offsets_of=group)
+    want = {i: 10 + i for i in range(PARTITIONS)}
+    err, got = eventually(lambda: offset_fetch(procs[group_leader].bootstrap, group, TOPIC,
+                                               list(want)),
+                          lambda r: r[1] == want, timeout=WAIT_S)
+    assert (err, got) == (ErrorCode.none, want)
+
+
 def _leaders(z) -> list[int | None]:
     """Each partition's leader of TOPIC in ZooKeeper (None before its state exists)."""
     from kafkalite.cluster import zkdata
