@@ -18,7 +18,6 @@ import asyncio
 import logging
 from typing import Any, Iterable
 
-from ..broker.txn_markers import write_markers
 from ..wire.errors import ErrorCode
 from .replica_fetcher import Channel
 from .view import NO_NODE
@@ -54,6 +53,7 @@ class MarkerSender:
     async def write(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
                     partitions: Iterable[TP]) -> dict[TP, ErrorCode]:
         """Each partition's marker written on its leader; returns each one's last error."""
+        from ..broker.txn_markers import write_markers  # the broker package imports this one
         errors: dict[TP, ErrorCode] = {}
         todo = list(partitions)
         backoff = FIRST_BACKOFF_S

@@ -5,13 +5,19 @@
 # sees every committed record of every partition and none of the aborted ones. The offsets of
 # send_offsets_to_transaction go to a group coordinator on another broker than the
 # transaction coordinator, and become visible when the marker reaches that __consumer_offsets
-# partition's leader.
+# partition's leader. The sender's retries against one real broker, the cluster's state
+# scripted (ScriptedView): the leader re-read after a failed round, and a partition the leader
+# does not know while the cluster does left for the coordinator's retry, not dropped.
 from __future__ import annotations
 
+import asyncio
 import uuid
+from types import SimpleNamespace
 
 from kafka.protocol.admin import CreateTopicsRequest
 
+from kafkalite.cluster.marker_sender import MarkerSender
+from kafkalite.cluster.view import NO_NODE, BrokerNode, PartitionState
 from kafkalite.wire.errors import ErrorCode
 from tests.cluster.coordinator_helpers import (GROUP, OFFSETS, TRANSACTION, TXN, cluster, found,
                                                leader_of, offset_fetch)
@@ -19,7 +25,8 @@ from tests.cluster.test_coordinators_txn import consume_all
 from tests.cluster.test_membership import WAIT_S, brokers, connect, zk  # noqa: F401
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
-from tests.helpers.real_kafka import eventually
+from tests.helpers.real_kafka import create_topic, eventually
+from tests.integration.test_txn_log import latest
 
 SETTINGS = {"transaction.state.log.num.partitions": "3",
             "transaction.state.log.replication.factor": "1",
@@ -126,3 +133,60 @@ def _leaders(z) -> list[int | None]:
             continue
         out.append(zkdata.PartitionState.decode(z.client.get(path)[0]).leader)
     return out
+
+
+class ScriptedView:
+    """The cluster as the sender reads it: `topic`'s partition 0 led by `leader`; node 5 is
+    the spawned broker. Asking for a broker that is not live moves the leadership to 5, as
+    the view's next state would after a leader's failure."""
+    node_id = 9  # this (absent) broker: leads nothing
+
+    def __init__(self, bootstrap: str, topic: str, leader: int):
+        host, port = bootstrap.rsplit(":", 1)
+        self.node = BrokerNode(5, host, int(port))
+        self.topic, self.leader = topic, leader
+        self.leaders_seen: list[int] = []
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        if (topic, partition) != (self.topic, 0):
+            return None
+        self.leaders_seen.append(self.leader)
+        return PartitionState(self.leader, 0, (self.leader,), (self.leader,))
+
+    def broker(self, node_id: int, listener) -> BrokerNode | None:
+        if node_id == 5:
+            return self.node
+        self.leader = 5
+        return None
+
+
+def send_marker(view: ScriptedView, topic: str) -> dict:
+    async def go() -> dict:
+        sender = MarkerSender(SimpleNamespace(node_id=view.node_id), view,
+                              {"replica.socket.timeout.ms": 10000})
+        try:
+            return await sender.write(4242, 0, 0, False, [(topic, 0)])
+        finally:
+            sender.close()
+    return asyncio.run(go())
+
+
+def test_the_sender_reads_the_leader_again_after_a_failed_round(broker_process):
+    topic = f"m-{uuid.uuid4().hex[:6]}"
+    create_topic(broker_process.bootstrap, topic)
+    view = ScriptedView(broker_process.bootstrap, topic, leader=7)  # 7: not live
+    assert send_marker(view, topic) == {(topic, 0): ErrorCode.none}
+    assert view.leaders_seen[0] == 7 and view.leaders_seen[-1] == 5
+    assert latest(broker_process.bootstrap, topic, committed=False) == 1  # the ABORT marker
+    view.leader = NO_NODE  # offline: nothing sent, no request answered
+    assert send_marker(view, topic) == {(topic, 0): ErrorCode.leader_not_available}
+
+
+def test_a_partition_unknown_to_its_leader_is_left_for_the_coordinators_retry(broker_process):
+    view = ScriptedView(broker_process.bootstrap, "not-there", leader=5)
+    # the leader answers UNKNOWN_TOPIC_OR_PARTITION while the cluster knows the partition:
+    # not a deleted one, so not reported as such (the coordinator would drop its marker)
+    assert send_marker(view, "not-there") == {("not-there", 0): ErrorCode.not_leader_or_follower}
+    assert len(view.leaders_seen) > 2
+    # a partition the cluster does not know: deleted, reported so at once
+    assert send_marker(view, "gone") == {("gone", 0): ErrorCode.unknown_topic_or_partition}
