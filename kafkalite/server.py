@@ -144,6 +144,8 @@ class KafkaServer:
             from .cluster.replication import Replication  # leaders, followers, ISR, HW
             self.broker.replication = Replication(self.broker, self.cluster_view, self.config)
             self.broker.replication.start()
+            from .cluster.marker_sender import MarkerSender  # markers to other leaders
+            self.broker.marker_sender = MarkerSender(self.broker, self.cluster_view, self.config)
             from .cluster.config_changes import ConfigChanges  # topic configs from ZooKeeper
             self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
             self.broker.config_changes = self.config_changes
@@ -268,6 +270,8 @@ class KafkaServer:
             if part is not None:
                 await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)
+        if self.broker.marker_sender is not None:
+            self.broker.marker_sender.close()
         if self.cluster_view is not None:
             await self._within(self.cluster_view.close(), SHUTDOWN_GRACE_MS)
         if self.membership is not None:  # the registration goes with the session

@@ -94,6 +94,7 @@ class Broker:
         # Called as (topic, partition, producer_id, commit) after each transaction marker.
         self.txn_marker_listeners: list[Callable[[str, int, int, bool], None]] = []
         self.auto_creator: Any = None  # cluster.auto_create.AutoCreator in a cluster
+        self.marker_sender: Any = None  # cluster.marker_sender.MarkerSender in a cluster
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()
@@ -203,6 +204,9 @@ class Broker:
 
     async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int,
                              commit: bool, partitions: list) -> dict:
+        if self.marker_sender is not None:  # a cluster: each partition's leader writes it
+            return await self.marker_sender.write(producer_id, epoch, coordinator_epoch,
+                                                  commit, partitions)
         from .txn_markers import write_markers  # the log side's (txn_spec.md 1)
         return await write_markers(self, producer_id, epoch, coordinator_epoch, commit,
                                    partitions)

@@ -1,7 +1,9 @@
 # Transaction markers (txn_spec.md 1): the transaction coordinator ends a transaction by
 # appending one COMMIT or ABORT control batch to each of its partitions, as Kafka's
-# WriteTxnMarkers does on each leader (here a local append: one broker). The WriteTxnMarkers
-# handler (an admin's abort of a hanging transaction) writes through here too.
+# WriteTxnMarkers does on each leader (here a local append for the partitions this broker
+# leads; in a cluster the others' go to their leaders by cluster/marker_sender.py). The
+# WriteTxnMarkers handler (an admin's abort, another broker's coordinator) writes through here
+# too; a partition held here but led elsewhere answers NOT_LEADER_OR_FOLLOWER.
 #
 # Each marker goes through the partition's append path (offsets, indexes, roll), ends the
 # producer's ongoing transaction in the producer state (the LSO moves), and for an ABORT that
@@ -40,6 +42,9 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, coordinat
         p = broker.logs.partition(topic, idx)
         if p is None:
             errors[(topic, idx)] = ErrorCode.unknown_topic_or_partition
+            continue
+        if not broker.view.is_leader(topic, idx):  # a follower's replica (a cluster)
+            errors[(topic, idx)] = ErrorCode.not_leader_or_follower
             continue
         try:
             _append_marker(broker, p, producer_id, producer_epoch, coordinator_epoch, commit,

@@ -26,8 +26,9 @@ INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def _exists(broker, topic: str, partition: int) -> bool:
-    t = broker.logs.get(topic)
-    return t is not None and 0 <= partition < len(t.partitions)
+    # the cluster's metadata, as Kafka's metadata cache: a partition led by another broker
+    # is in the transaction too (its marker is sent there)
+    return broker.view.partition(topic, partition) is not None
 
 
 async def _answer(ctx, txn_id, pid, epoch, topics, verify_only: bool) -> dict:

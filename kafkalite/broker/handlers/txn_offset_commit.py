@@ -31,7 +31,9 @@ def _verify(b, coord, req) -> ErrorCode:
     if err is not None:
         return err
     transactions = getattr(b, "transactions", None)
-    if transactions is None:
+    if transactions is None or \
+            transactions.status(req.transactional_id) == ErrorCode.not_coordinator:
+        # coordinated by another broker of the cluster: not verified, as Produce (verify_produce)
         return ErrorCode.none
     # Kafka's group coordinator verifies with the transactional id (AddPartitionsToTxn
     # verify-only): an id the coordinator does not know, or one now held by another producer
