@@ -92,6 +92,11 @@ def whole_isr(z) -> bool:
     return len(found) == PARTITIONS and all(set(s.isr) == set(IDS) for s in found.values())
 
 
+def in_isr(z, broker: int) -> list[int]:
+    """The partitions whose ISR names `broker`."""
+    return [p for p, s in states(z, TOPIC, range(PARTITIONS)).items() if broker in s.isr]
+
+
 def replica_batches(broker, partition: int, hw: int) -> list[bytes]:
     """The whole batches of the replica's segment files below `hw`, as stored."""
     out = []
@@ -174,6 +179,12 @@ def run_cycles(brokers, zk, tmp_path, cycles: int) -> None:  # noqa: F811
             assert all(after.get(p) not in (victim, -1, None) for p in led), (where, after)
             assert eventually(lambda: controller_id(z), lambda c: c in procs and c != victim,
                               timeout=WAIT_S) not in (None, victim), where
+            # its session has expired (a broker whose old registration is still there refuses
+            # to start, as Kafka's does) and no ISR names it any more
+            assert victim not in eventually(z.brokers, lambda ids: victim not in ids,
+                                            timeout=WAIT_S), where
+            assert eventually(lambda: in_isr(z, victim), lambda found: not found,
+                              timeout=WAIT_S) == [], where
             time.sleep(rng.uniform(0.2, 1.5))  # producing on two brokers meanwhile
             procs[victim].start()
             assert eventually(lambda: whole_isr(z), bool, timeout=WAIT_S), (
