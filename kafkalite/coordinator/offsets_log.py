@@ -115,6 +115,7 @@ class OffsetsLog:
         # The broker's cluster.replication.Replication, or None on a single node.
         self.replication: Callable[[], Any] = lambda: None
         self.write_timeout_ms = 5000  # Kafka's offsets.commit.timeout.ms
+        self._unacked: dict[int, list[Callable[[bool], None]]] = {}
 
     # --- topic ----------------------------------------------------------------------------
 
@@ -180,20 +181,37 @@ class OffsetsLog:
             self.on_append(self.name, partition)
         return base
 
+    def when_replicated(self, partition: int, settle: Callable[[bool], None]) -> None:
+        """Call `settle(True)` (what a write makes visible) once `replicated` says the ISR
+        has what was appended, settle(False) if that failed, as Kafka's pending offset
+        commits; settle(True) at once on a single node."""
+        if self.replication() is None:
+            settle(True)
+        else:
+            self._unacked.setdefault(partition, []).append(settle)
+
     async def replicated(self, partition: int) -> int:
         """After a write, in a cluster: NONE once the partition's high watermark passes
         everything appended to it so far; else the error the wait ended with, or
-        REQUEST_TIMED_OUT after write_timeout_ms. NONE at once on a single node."""
+        REQUEST_TIMED_OUT after write_timeout_ms. NONE at once on a single node. The
+        writer calls it right after its append (no await between), so the pending
+        `when_replicated` work it takes is its own write's."""
+        pending = self._unacked.pop(partition, [])
         replication = self.replication()
         t = self.topic()
         if replication is None or t is None:
-            return ErrorCode.none
-        fut = replication.wait_acks(self.name, partition,
-                                    t.partitions[partition].log_end_offset)
-        if fut is None:  # leadership moved away since the append
-            return ErrorCode.not_leader_or_follower
-        done, _ = await asyncio.wait([fut], timeout=self.write_timeout_ms / 1000)
-        return fut.result() if done else ErrorCode.request_timed_out
+            code = ErrorCode.none
+        else:
+            fut = replication.wait_acks(self.name, partition,
+                                        t.partitions[partition].log_end_offset)
+            if fut is None:  # leadership moved away since the append
+                code = ErrorCode.not_leader_or_follower
+            else:
+                done, _ = await asyncio.wait([fut], timeout=self.write_timeout_ms / 1000)
+                code = fut.result() if done else ErrorCode.request_timed_out
+        for settle in pending:
+            settle(code == ErrorCode.none)
+        return code
 
     # --- replay ---------------------------------------------------------------------------
 

@@ -87,13 +87,22 @@ def test_a_commit_answered_survives_the_coordinators_broker(brokers, zk):
 
 def test_below_min_insync_replicas_a_commit_is_refused(brokers, zk):
     procs, z, group, coordinator = replicated_group(brokers, zk, **{
-        "min.insync.replicas": "2", "replica.lag.time.max.ms": "1500"})
+        "min.insync.replicas": "2", "replica.lag.time.max.ms": "1500",
+        "offsets.commit.timeout.ms": "3000"})
     assert offset_commit(procs[coordinator].bootstrap, group, "t", {0: 5}) == {
         0: ErrorCode.none}
     stopped = [b for i, b in procs.items() if i != coordinator]
     for b in stopped:
         b.proc.send_signal(signal.SIGSTOP)
     try:
+        # written while the stopped followers are still in the ISR: the HW cannot pass it,
+        # the committer is told so (REQUEST_TIMED_OUT after offsets.commit.timeout.ms, or
+        # COORDINATOR_NOT_AVAILABLE once the ISR is below min.insync.replicas) and the
+        # offset is not visible
+        (err,) = offset_commit(procs[coordinator].bootstrap, group, "t", {0: 6}).values()
+        assert err in (ErrorCode.request_timed_out, ErrorCode.coordinator_not_available)
+        assert offset_fetch(procs[coordinator].bootstrap, group, "t", [0]) == (
+            ErrorCode.none, {0: 5})
         # the ISR shrinks to the coordinator alone (its own check, or the controller's
         # removal of the expired brokers): one replica of the two required
         assert eventually(lambda: isr(z, group), lambda s: s == (coordinator, [coordinator]),
