@@ -4,7 +4,9 @@
 # survive the coordinator's broker; below min.insync.replicas nothing is written and the
 # committer gets COORDINATOR_NOT_AVAILABLE (GroupMetadataManager.storeOffsets' mapping of
 # NOT_ENOUGH_REPLICAS / NOT_ENOUGH_REPLICAS_AFTER_APPEND; running three Kafka brokers in
-# ZooKeeper mode for the comparison is not cheap, so the documented mapping is asserted).
+# ZooKeeper mode for the comparison is not cheap, so the documented mapping is asserted);
+# a __transaction_state write below it too (InitProducerId: COORDINATOR_NOT_AVAILABLE, as
+# TransactionStateManager.appendTransactionToLog maps it).
 from __future__ import annotations
 
 import signal
@@ -15,12 +17,14 @@ from kafka.protocol import consumer
 from kafkalite.cluster import zkdata
 from kafkalite.coordinator.offsets_log import partition_for
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.coordinator_helpers import OFFSETS, SETTLING, cluster, find, offset_fetch
+from tests.cluster.coordinator_helpers import (OFFSETS, SETTLING, TRANSACTION, TXN, cluster,
+                                               find, found, leader_of, offset_fetch)
 from tests.cluster.test_membership import WAIT_S, brokers, connect, zk  # noqa: F401
 from tests.cluster.test_zk_admin_apis import create
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
 from tests.helpers.real_kafka import eventually
+from tests.integration.test_txn_coordinator_wire import Wire
 
 PARTITIONS = 3  # of __consumer_offsets
 
@@ -41,9 +45,9 @@ def offset_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int
     return {p.partition_index: p.error_code for t in resp.topics for p in t.partitions}
 
 
-def isr(z, group: str) -> tuple[int, list[int]]:
-    """(leader, ISR) of the group's __consumer_offsets partition in ZooKeeper."""
-    path = zkdata.partition_state_path(OFFSETS, partition_for(group, PARTITIONS))
+def isr(z, key: str, topic: str = OFFSETS) -> tuple[int, list[int]]:
+    """(leader, ISR) of the key's partition of `topic` in ZooKeeper."""
+    path = zkdata.partition_state_path(topic, partition_for(key, PARTITIONS))
     st = zkdata.PartitionState.decode(z.client.get(path)[0])
     return st.leader, sorted(st.isr)
 
@@ -53,7 +57,9 @@ def replicated_group(brokers, zk, **settings: str):
     group whose offsets partition has its full ISR: (procs, kazoo, group, coordinator)."""
     procs, z, cid = cluster(brokers, zk, **{
         "offsets.topic.num.partitions": str(PARTITIONS),
-        "offsets.topic.replication.factor": "3", **settings})
+        "offsets.topic.replication.factor": "3",
+        "transaction.state.log.num.partitions": str(PARTITIONS),
+        "transaction.state.log.replication.factor": "3", **settings})
     assert create(procs[cid].bootstrap, "t", partitions=3, rf=3).error_code == 0
     group = f"g-{uuid.uuid4().hex[:8]}"
     err, coordinator = eventually(lambda: find(procs[1].bootstrap, group),
@@ -91,6 +97,14 @@ def test_below_min_insync_replicas_a_commit_is_refused(brokers, zk):
         "offsets.commit.timeout.ms": "3000"})
     assert offset_commit(procs[coordinator].bootstrap, group, "t", {0: 5}) == {
         0: ErrorCode.none}
+    # a transactional id coordinated by the same broker, its partition's ISR full
+    found(procs[coordinator].bootstrap, "any", TRANSACTION)  # creates __transaction_state
+    txn_ids = [f"tx-{i}" for i in range(30)]
+    eventually(lambda: [leader_of(z, TXN, t) for t in txn_ids], lambda r: None not in r,
+               timeout=WAIT_S)
+    txn_id = next(t for t in txn_ids if leader_of(z, TXN, t)[0] == coordinator)
+    assert eventually(lambda: isr(z, txn_id, TXN)[1], lambda i: i == [1, 2, 3],
+                      timeout=WAIT_S) == [1, 2, 3]
     stopped = [b for i, b in procs.items() if i != coordinator]
     for b in stopped:
         b.proc.send_signal(signal.SIGSTOP)
@@ -112,6 +126,14 @@ def test_below_min_insync_replicas_a_commit_is_refused(brokers, zk):
         # nothing of the refused commit was stored
         assert offset_fetch(procs[coordinator].bootstrap, group, "t", [0, 1]) == (
             ErrorCode.none, {0: 5, 1: -1})
+        # __transaction_state: COORDINATOR_NOT_AVAILABLE (TransactionStateManager's mapping)
+        assert eventually(lambda: isr(z, txn_id, TXN), lambda s: s[1] == [coordinator],
+                          timeout=WAIT_S) == (coordinator, [coordinator])
+        w = Wire(procs[coordinator].bootstrap)
+        try:
+            assert w.init(txn_id).error_code == ErrorCode.coordinator_not_available
+        finally:
+            w.close()
     finally:
         for b in stopped:
             b.proc.send_signal(signal.SIGCONT)
