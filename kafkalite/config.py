@@ -156,6 +156,7 @@ BROKER_PROPS: list[Prop] = [
     Prop("offsets.retention.minutes", "int", 10080, _at_least(1)),
     Prop("offsets.retention.check.interval.ms", "long", 600000, _at_least(1)),
     Prop("offset.metadata.max.bytes", "int", 4096),
+    Prop("offsets.commit.timeout.ms", "int", 5000, _at_least(1)),
     Prop("transaction.state.log.replication.factor", "short", 1),
     Prop("transaction.state.log.min.isr", "int", 1),
     Prop("transactional.id.expiration.ms", "int", 604800000, _at_least(1)),

@@ -18,7 +18,7 @@ from ..clock import Clock, SystemClock
 from ..cluster.view import ClusterView, SingleNodeView
 from ..config import BrokerConfig
 from ..coordinator.groups_coordinator import GroupCoordinator
-from ..coordinator.offsets_log import TOPIC as OFFSETS_TOPIC
+from ..coordinator.offsets_log import TOPIC as OFFSETS_TOPIC, NotReplicated
 from ..coordinator.producer_state import ProducerStates
 from ..coordinator.producers import PartitionProducers, ProducerIdAllocator
 from ..coordinator.share_state_log import TOPIC as SHARE_STATE_TOPIC
@@ -131,6 +131,10 @@ class Broker:
             allocate_pid=self.pids.allocate, write_markers=self._write_markers,
             durable=self._txn_log_durable, notify=self.notifier.notify)
         self.transactions.open()
+        replication = lambda: self.replication  # noqa: E731 - set once the cluster view is up
+        groups.store.replication = self.transactions.log.replication = replication
+        groups.store.write_timeout_ms = self.config["offsets.commit.timeout.ms"]
+        self.transactions.log.write_timeout_ms = 30000  # Kafka's request.timeout.ms
         from .handlers._share import make_share_coordinator
         self.share_groups = make_share_coordinator(self)
         groups.share_lookup = self.share_groups.has_group  # one group-id namespace
@@ -212,8 +216,15 @@ class Broker:
                                    partitions)
 
     async def _txn_log_durable(self, partition: int) -> None:
-        """A __transaction_state write is durable as an acks=all produce is."""
-        if self.config["kafkalite.fsync.before.ack"] and self.transactions is not None:
+        """A __transaction_state write is durable as an acks=all produce is: in a cluster
+        once the ISR has it (NotReplicated, which the coordinator answers with
+        COORDINATOR_NOT_AVAILABLE, as Kafka's TransactionStateManager)."""
+        if self.transactions is None:
+            return
+        code = await self.transactions.log.replicated(partition)
+        if code:
+            raise NotReplicated(code, f"{TXN_TOPIC}-{partition}")
+        if self.config["kafkalite.fsync.before.ack"]:
             await self.sync([self.transactions.log.topic().partitions[partition]])
 
     # --- topics ---------------------------------------------------------------------------

@@ -135,6 +135,7 @@ class Group:
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+        self.pending_commits = 0  # commits written, not yet replicated (offsets.py)
         # TxnOffsetCommit offsets by producer id, until the transaction's marker (offsets_txn)
         self.pending_txn: dict[int, dict[tuple[str, int], CommittedOffset]] = {}
         # Timers of the current rebalance and the kind of join wait.

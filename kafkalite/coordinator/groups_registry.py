@@ -14,10 +14,11 @@ from typing import Any, Callable
 from ..clock import Clock
 from ..wire.errors import ErrorCode
 from .groups import Group
-from .offsets_log import OffsetsLog
+from .offsets_log import NotReplicated, OffsetsLog
 from .offsets_records import GroupValue, MemberValue, group_key, group_value
 
 E = ErrorCode
+_NO_ISR = (E.not_enough_replicas, E.not_enough_replicas_after_append)
 
 
 class StoreError(Exception):
@@ -30,7 +31,11 @@ class StoreError(Exception):
 
 def store_error(e: Exception) -> StoreError:
     """Kafka's maybeConvertOffsetCommitError: a failed local write means this broker cannot
-    act as coordinator right now; an oversized batch is an unknown server error."""
+    act as coordinator right now; an oversized batch is an unknown server error. A write the
+    ISR did not take (a cluster's), as GroupMetadataManager.storeOffsets maps it."""
+    if isinstance(e, NotReplicated):
+        return StoreError(E.not_coordinator if e.code == E.not_leader_or_follower else
+                          E.coordinator_not_available if e.code in _NO_ISR else E(e.code), str(e))
     if isinstance(e, OSError):  # the log's StorageError included
         return StoreError(E.not_coordinator, str(e))
     return StoreError(E.unknown_server_error, str(e))

@@ -99,7 +99,14 @@ class OffsetManager:
             return result
         for o in valid.values():
             o.log_offset = base  # a transaction committing later compares with it
-        group.offsets.update(valid)
+        group.pending_commits += 1  # keeps an Empty group alive meanwhile, as Kafka's
+
+        def settle(replicated: bool) -> None:  # visible once the ISR has them
+            group.pending_commits -= 1
+            if replicated and not group.is_(S.DEAD):
+                group.offsets.update(valid)
+        store = self.coord.store
+        store.when_replicated(store.partition_for(group.group_id), settle)
         result.update(dict.fromkeys(valid, E.none))
         return result
 
@@ -203,7 +210,8 @@ class OffsetManager:
         c = self.coord
         records: list[tuple[bytes, bytes | None]] = [
             (offset_key(group.group_id, t, p), None) for t, p in removed]
-        if group.is_(S.EMPTY) and not group.offsets and not group.pending_txn:
+        if group.is_(S.EMPTY) and not group.offsets and not group.pending_txn \
+                and not group.pending_commits:
             log.info("Group %s transitioned to Dead in generation %d", group.group_id,
                      group.generation)
             group.transition(S.DEAD, c.wall_ms())

@@ -20,8 +20,15 @@
 # open transaction and an ABORT marker records the transaction in the `.txnindex` (which is
 # how the cleaner knows to remove its records). Replay hands both to the loader, which keeps
 # a transaction's records pending until its marker.
+#
+# In a ZooKeeper cluster the coordinators write as an acks=all producer does (Kafka's
+# appendRecords with requiredAcks=-1): below the partition's min.insync.replicas nothing is
+# appended (NotReplicated, NOT_ENOUGH_REPLICAS), and the answer waits in `replicated` until
+# the high watermark passes what was appended, so that an acknowledged commit survives the
+# coordinator's broker. A single node (no `replication`) answers at once.
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from typing import Any, Callable, Iterator, NamedTuple
@@ -29,6 +36,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 import crc32c
 
 from ..wire.batch_builder import build_batch
+from ..wire.errors import ErrorCode
 from ..wire.record_iter import iter_records
 from ..wire.records import LOG_OVERHEAD, parse_header, read_offset_and_length
 
@@ -53,6 +61,16 @@ class Replayed(NamedTuple):
     offset: int  # base offset of its batch
     producer_id: int = -1
     marker: bool | None = None
+
+
+class NotReplicated(ValueError):  # caught where the writes' other errors are
+    """A write the ISR did not take: `code` is the log's error (NOT_ENOUGH_REPLICAS,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER), which each
+    coordinator maps to its answer as Kafka's does."""
+
+    def __init__(self, code: int, where: str):
+        super().__init__(f"{ErrorCode(code).name} writing {where}")
+        self.code = code
 
 
 def transactional_batch(records: list[Record], now_ms: int, producer_id: int,
@@ -94,6 +112,10 @@ class OffsetsLog:
             "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES)}
         self.configured_partitions = num_partitions
         self.on_append = on_append
+        # The broker's cluster.replication.Replication, or None on a single node.
+        self.replication: Callable[[], Any] = lambda: None
+        self.write_timeout_ms = 5000  # Kafka's offsets.commit.timeout.ms
+        self._unacked: dict[int, list[Callable[[bool], None]]] = {}
 
     # --- topic ----------------------------------------------------------------------------
 
@@ -145,6 +167,11 @@ class OffsetsLog:
         if len(batch) > p.config.max_message_bytes:
             raise ValueError(f"{len(batch)} bytes exceed max.message.bytes "
                              f"{p.config.max_message_bytes} of {self.name}")
+        replication = self.replication()
+        if replication is not None:  # min.insync.replicas, before anything is appended
+            code = replication.produce_error(self.name, partition)
+            if code:
+                raise NotReplicated(code, f"{self.name}-{partition}")
         h = parse_header(batch)
         base = p.append(batch, h, now_ms)
         state = p.producer_state
@@ -153,6 +180,38 @@ class OffsetsLog:
         if self.on_append is not None:
             self.on_append(self.name, partition)
         return base
+
+    def when_replicated(self, partition: int, settle: Callable[[bool], None]) -> None:
+        """Call `settle(True)` (what a write makes visible) once `replicated` says the ISR
+        has what was appended, settle(False) if that failed, as Kafka's pending offset
+        commits; settle(True) at once on a single node."""
+        if self.replication() is None:
+            settle(True)
+        else:
+            self._unacked.setdefault(partition, []).append(settle)
+
+    async def replicated(self, partition: int) -> int:
+        """After a write, in a cluster: NONE once the partition's high watermark passes
+        everything appended to it so far; else the error the wait ended with, or
+        REQUEST_TIMED_OUT after write_timeout_ms. NONE at once on a single node. The
+        writer calls it right after its append (no await between), so the pending
+        `when_replicated` work it takes is its own write's."""
+        pending = self._unacked.pop(partition, [])
+        replication = self.replication()
+        t = self.topic()
+        if replication is None or t is None:
+            code = ErrorCode.none
+        else:
+            fut = replication.wait_acks(self.name, partition,
+                                        t.partitions[partition].log_end_offset)
+            if fut is None:  # leadership moved away since the append
+                code = ErrorCode.not_leader_or_follower
+            else:
+                done, _ = await asyncio.wait([fut], timeout=self.write_timeout_ms / 1000)
+                code = fut.result() if done else ErrorCode.request_timed_out
+        for settle in pending:
+            settle(code == ErrorCode.none)
+        return code
 
     # --- replay ---------------------------------------------------------------------------
 

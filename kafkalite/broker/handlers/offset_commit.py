@@ -16,6 +16,8 @@ from __future__ import annotations
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode
 from ...coordinator.groups import CommittedOffset
+from ...coordinator.groups_registry import store_error
+from ...coordinator.offsets_log import NotReplicated
 from ..build import ZERO, make, response_module, to_ms
 from ..registry import api
 from ...security.acl_check import check, denied
@@ -67,12 +69,18 @@ def refused_topics(ctx, req) -> set[str]:
 
 
 async def sync_offsets(b, group_id: str, answers: dict[TP, ErrorCode]) -> None:
-    """Committed offsets are acknowledged data too: with fsync-before-ack, sync the group's
-    partition before answering (KAFKA_STORAGE_ERROR for what was written if that fails)."""
+    """Committed offsets are acknowledged data too: in a cluster the answer waits for the
+    ISR (OffsetsLog.replicated); with fsync-before-ack, sync the group's partition before
+    answering (KAFKA_STORAGE_ERROR for what was written if that fails)."""
     written = [tp for tp, e in answers.items() if e == ErrorCode.none]
+    store = b.groups.store
+    if written:
+        code = await store.replicated(store.partition_for(group_id))
+        if code:
+            answers.update(dict.fromkeys(written, store_error(NotReplicated(code, group_id)).code))
+            return
     if not written or not b.config["kafkalite.fsync.before.ack"]:
         return
-    store = b.groups.store
     try:
         await b.sync([store.ensure_topic().partitions[store.partition_for(group_id)]])
     except OSError:
