@@ -9,6 +9,8 @@
 # KIP-860) echoes allow_replication_factor_change; a valid set here never changes the
 # replication factor, so the flag never refuses anything. An empty topic list answers
 # error_message "" where any other answers null, as Kafka 3.8 does.
+# Gap: in a ZooKeeper cluster (zookeeper.connect) reassignment is not built: the request is
+# refused whole with INVALID_REQUEST and a message saying so, after authorization.
 from __future__ import annotations
 
 from ...wire.codec import response_class
@@ -17,9 +19,12 @@ from ..build import ZERO, make, response_module
 from ..registry import api
 from ...security.acl_check import cluster, not_authorized
 from ...security.acls import Operation
+from ..unsupported import log_refused_feature
 from .create_topics import validate_replicas
 
 DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
+CLUSTER_REFUSAL = ("Partition reassignment is not supported by a kafkalite cluster yet "
+                   "(see COMPATIBILITY.md)")
 
 
 def _check(broker, topic: str, partition: int, replicas) -> None:
@@ -41,6 +46,15 @@ async def handle(ctx, req):
     mod = response_module(45, v)
     out = []
     refusal = None if cluster(ctx, Operation.ALTER) else not_authorized(ctx)
+    if refusal is None and getattr(ctx.broker, "membership", None) is not None:
+        # a ZooKeeper cluster: replicas would really have to move, which is not built yet;
+        # refused whole rather than answered NONE with nothing moving
+        log_refused_feature("partition reassignment in a cluster", "AlterPartitionReassignments")
+        return make(response_class(45, v), throttle_time=ZERO,
+                    allow_replication_factor_change=getattr(
+                        req, "allow_replication_factor_change", True),
+                    error_code=ErrorCode.invalid_request, error_message=CLUSTER_REFUSAL,
+                    responses=())
     for t in req.topics:
         parts = []
         for p in t.partitions:
