@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from ..clock import Clock
 from . import producer_snapshot as snap
-from ..wire.records import TRANSACTIONAL_BIT
+from ..log.replica import apply_state_batch
 from .producers import PartitionProducers
 
 log = logging.getLogger("kafkalite.producers")
@@ -45,11 +45,8 @@ class ProducerStates:
                 continue
             if control >= 0:
                 _replay_marker(p, state, h, control)
-                continue
-            state.update(h.producer_id, h.producer_epoch, h.base_sequence,
-                         h.last_offset_delta, h.base_offset, h.max_timestamp)
-            if h.attributes & TRANSACTIONAL_BIT:
-                state.begin(h.producer_id, h.base_offset)
+            else:
+                apply_state_batch(p, state, h, control)
         self.attach(p, state)
         if replayed or legacy:
             # As Kafka after a recovery: the next start need not replay this tail again.
@@ -119,11 +116,9 @@ class ProducerStates:
 
 def _replay_marker(p: Any, state: PartitionProducers, h: Any, control: int) -> None:
     """A COMMIT (1) or ABORT (0) marker met in the replay; an abort's index entry is
-    written again unless it is there."""
-    done = state.end(h.producer_id, h.producer_epoch, -1, h.base_offset, h.max_timestamp)
-    if done is not None and control == 0:
-        try:
-            p.append_aborted(h.producer_id, done[0], h.base_offset, done[1])
-        except (OSError, ValueError) as e:
-            log.warning("Aborted-transaction index of %s not rebuilt at offset %d: %s",
-                        p.directory, h.base_offset, e)
+    written again unless it is there (a failure to write it is logged, not fatal)."""
+    try:
+        apply_state_batch(p, state, h, control)
+    except (OSError, ValueError) as e:
+        log.warning("Aborted-transaction index of %s not rebuilt at offset %d: %s",
+                    p.directory, h.base_offset, e)

@@ -70,26 +70,37 @@ def replica_batches(data: bytes | bytearray | memoryview, log_end_offset: int
 def follow_producer_state(p: Any, state: Any, headers: list[BatchHeader]) -> None:
     """Producer and transaction state after replicated batches (`state`: a
     PartitionProducers), which append_replica() applies itself, batch by batch, to the
-    partition's attached `producer_state`. As the replay at load
-    (coordinator/producer_state.py), without sequence checks (the leader made them): a data
-    batch updates its producer and, transactional, opens its transaction; a marker ends it
-    and an ABORT gets its `.txnindex` entry, as a leader's marker append does
-    (broker/txn_markers.py). Raises StorageError."""
+    partition's attached `producer_state`: apply_state_batch() for each, with a marker's
+    coordinator epoch. Raises StorageError."""
     for h in headers:
         if h.producer_id < 0:
             continue
         if not h.attributes & CONTROL_BIT:
-            state.update(h.producer_id, h.producer_epoch, h.base_sequence,
-                         h.last_offset_delta, h.base_offset, h.max_timestamp)
-            if h.attributes & TRANSACTIONAL_BIT:
-                state.begin(h.producer_id, h.base_offset)
+            apply_state_batch(p, state, h, -1)
             continue
         # A control batch is a few dozen bytes, just written: in the page cache.
         batch = bytes(p.read(h.base_offset, h.size, max_offset=h.last_offset + 1))
-        done = state.end(h.producer_id, h.producer_epoch, coordinator_epoch(batch),
-                         h.base_offset, h.max_timestamp)
-        if done is not None and marker_type(batch) == 0:
-            p.append_aborted(h.producer_id, done[0], h.base_offset, done[1])
+        apply_state_batch(p, state, h, marker_type(batch), coordinator_epoch(batch))
+
+
+def apply_state_batch(p: Any, state: Any, h: BatchHeader, control: int,
+                      coordinator_epoch: int = -1) -> None:
+    """One stored batch's effect on the partition's producer state, without sequence checks
+    (the leader made them), as a follower's appends and the replay at load
+    (coordinator/producer_state.py) both apply it. `control`: -1 for data, 0 ABORT, 1
+    COMMIT. A data batch updates its producer and, transactional, opens its transaction; a
+    marker ends it and an ABORT gets its `.txnindex` entry, as a leader's marker append does
+    (broker/txn_markers.py). Raises StorageError (the index entry)."""
+    if control < 0:
+        state.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta,
+                     h.base_offset, h.max_timestamp)
+        if h.attributes & TRANSACTIONAL_BIT:
+            state.begin(h.producer_id, h.base_offset)
+        return
+    done = state.end(h.producer_id, h.producer_epoch, coordinator_epoch, h.base_offset,
+                     h.max_timestamp)
+    if done is not None and control == 0:
+        p.append_aborted(h.producer_id, done[0], h.base_offset, done[1])
 
 
 def coordinator_epoch(marker: bytes) -> int:
