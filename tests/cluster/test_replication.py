@@ -308,8 +308,8 @@ def test_acks_all_waiting_when_a_follower_dies_is_answered_once_the_controller_d
     leader: the produce waiting for that follower succeeds then (no leadership change)."""
     procs, z = cluster(brokers, zk, **{"replica.lag.time.max.ms": "60000"})
     first = state(z)
-    # not the controller: a controller's successor does not drop dead replicas from the ISR
-    # yet (controller.py), and then only the leader's lag check would
+    # not the controller: killing it would bring a controller failover into this test,
+    # which is about the live controller dropping the dead follower
     cid = controller_id(z)
     victim = next(i for i in first.isr if i not in (first.leader, cid))
     with open_socket(procs[first.leader].bootstrap, timeout=30) as s:
