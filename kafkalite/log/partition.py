@@ -2,8 +2,8 @@
 #
 # A single node's high watermark is the log end offset and its batches carry leader epoch
 # 0; a replicated log (replica.py: follower appends, truncation, a stored high watermark)
-# gets the epochs its leaders stamp. The log start offset advances with retention (whole segments)
-# and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
+# gets the epochs its leaders stamp. The log start offset advances with retention (whole
+# segments) and DeleteRecords (any offset); the latter is checkpointed in `log-start-offset`.
 # `epochs` is the leader-epoch cache (leader_epoch.py), kept in `leader-epoch-checkpoint`
 # as Kafka does: opening the log makes this broker leader at epoch 0 from the log end (a new
 # partition's file reads `0 0`), and a moving log start moves the first epoch's start.

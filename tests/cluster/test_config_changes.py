@@ -1,11 +1,12 @@
-# Topic config changes across a ZooKeeper-coordinated cluster (issue 17), as Kafka's ZooKeeper
-# mode propagates them: AlterConfigs / IncrementalAlterConfigs on any broker write the topic's
-# override set to /config/topics/<t> and announce it with /config/changes/config_change_<seq>;
-# every broker follows the notifications and applies the configs to its local log, so
-# DescribeConfigs on every broker shows them. Dynamic broker configs go the same way through
-# /config/brokers/<default> and /config/brokers/<id>. A 2-broker Apache Kafka 3.8.0 in ZooKeeper mode
-# and a 2-broker kafkalite cluster run the same steps: same znodes, same answers. Old
-# notifications are purged after 15 minutes on the broker's (here fake) clock.
+# Topic config changes across a ZooKeeper-coordinated cluster (issue 17), as Kafka's
+# ZooKeeper mode propagates them: AlterConfigs / IncrementalAlterConfigs on any broker write
+# the topic's override set to /config/topics/<t> and announce it with
+# /config/changes/config_change_<seq>; every broker follows the notifications and applies the
+# configs to its local log, so DescribeConfigs on every broker shows them. Dynamic broker
+# configs go the same way through /config/brokers/<default> and /config/brokers/<id>. A
+# 2-broker Apache Kafka 3.8.0 in ZooKeeper mode and a 2-broker kafkalite cluster run the same
+# steps: same znodes, same answers. Old notifications are purged after 15 minutes on the
+# broker's (here fake) clock.
 from __future__ import annotations
 
 import json

@@ -3,19 +3,19 @@
 # TOPIC resources answer every topic config (Kafka 3.9's set) with its effective value,
 # source and synonyms (see _configs.py for how sources are resolved); in a ZooKeeper cluster
 # a topic with no replica on this broker is answered from /config/topics, as Kafka's
-# ZooKeeper-mode brokers do; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. BROKER resources named
-# by this node's id answer every broker property (DYNAMIC_BROKER_CONFIG, then
-# DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG when set at startup, DEFAULT_CONFIG;
-# read_only as Kafka marks dynamic configs); the empty name means the cluster-wide dynamic
-# defaults and answers those that are set; another id is INVALID_REQUEST
-# (ConfigHelper.describeConfigs). BROKER_LOGGER lists Python's loggers with log4j level
-# names. Synonyms only with include_synonyms; config_type (v3+) always; documentation (v3+)
-# only with include_documentation, null where kafkalite has none.
-# GROUP (Kafka 4.0; 3.8 answers INVALID_REQUEST): the six group configs, GROUP_CONFIG where
-# the group overrides one, else DEFAULT_CONFIG with the broker's group.consumer.* /
-# group.share.* setting as value (as Kafka 4.x's GroupConfigManager); any group name, known
-# or not, as Kafka; the empty name INVALID_REQUEST.
-# Gaps: CLIENT_METRICS resources answer INVALID_REQUEST.
+# ZooKeeper-mode brokers do; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, an illegal name
+# INVALID_TOPIC_EXCEPTION. BROKER resources named by this node's id answer every broker
+# property (DYNAMIC_BROKER_CONFIG, then DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG
+# when set at startup, DEFAULT_CONFIG; read_only as Kafka marks dynamic configs); the empty
+# name means the cluster-wide dynamic defaults and answers those that are set; another id is
+# INVALID_REQUEST (ConfigHelper.describeConfigs). BROKER_LOGGER lists Python's loggers with
+# log4j level names. Synonyms only with include_synonyms; config_type (v3+) always;
+# documentation (v3+) only with include_documentation, null where kafkalite has none. GROUP
+# (Kafka 4.0; 3.8 answers INVALID_REQUEST): the six group configs, GROUP_CONFIG where the
+# group overrides one, else DEFAULT_CONFIG with the broker's group.consumer.* / group.share.*
+# setting as value (as Kafka 4.x's GroupConfigManager); any group name, known or not, as
+# Kafka; the empty name INVALID_REQUEST. Gaps: CLIENT_METRICS resources answer
+# INVALID_REQUEST.
 from __future__ import annotations
 
 from ...log.manager import validate_topic_name

@@ -3,19 +3,19 @@
 # The coordinator of a group (transactional id) is the leader of its __consumer_offsets
 # (__transaction_state) partition, Kafka's partitionFor, as the broker's cluster view knows
 # it, answered at its endpoint on the request's listener; without a live leader,
-# COORDINATOR_NOT_AVAILABLE. On one node that is always this broker. The offsets
-# topic is created on the first lookup of a group, __transaction_state on the first lookup
-# of a transactional id (Kafka does the same, though it answers COORDINATOR_NOT_AVAILABLE
-# until it exists; on one node the answer waits for its creation, which does not hold the
-# event loop). In a ZooKeeper cluster the broker that got the request writes the topic to
-# ZooKeeper (cluster/auto_create.py, offsets.topic.replication.factor /
+# COORDINATOR_NOT_AVAILABLE. On one node that is always this broker. The offsets topic is
+# created on the first lookup of a group, __transaction_state on the first lookup of a
+# transactional id (Kafka does the same, though it answers COORDINATOR_NOT_AVAILABLE until it
+# exists; on one node the answer waits for its creation, which does not hold the event loop).
+# In a ZooKeeper cluster the broker that got the request writes the topic to ZooKeeper
+# (cluster/auto_create.py, offsets.topic.replication.factor /
 # transaction.state.log.replication.factor: fewer live brokers, no topic) and answers
 # COORDINATOR_NOT_AVAILABLE until its view shows the partition's leader, as Kafka in
 # ZooKeeper mode; that leader may still be loading the partition (its group requests answer
-# COORDINATOR_LOAD_IN_PROGRESS, as Kafka's). Version notes: v1 adds key_type (0 group, 1 transaction); v4+ batches keys
-# (coordinator_keys) and answers each; v6 knows key type 2 (share groups), which this broker
-# does not serve: INVALID_REQUEST, as Kafka without a share coordinator. Any other key type
-# is INVALID_REQUEST.
+# COORDINATOR_LOAD_IN_PROGRESS, as Kafka's). Version notes: v1 adds key_type (0 group, 1
+# transaction); v4+ batches keys (coordinator_keys) and answers each; v6 knows key type 2
+# (share groups), which this broker does not serve: INVALID_REQUEST, as Kafka without a share
+# coordinator. Any other key type is INVALID_REQUEST.
 from __future__ import annotations
 
 from typing import Any
