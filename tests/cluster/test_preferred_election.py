@@ -227,15 +227,12 @@ async def test_elect_leaders_answers_as_kafka_in_zookeeper_mode(zookeeper):
 # --- spawned kafkalite brokers ---------------------------------------------------------------
 
 def _back_in_sync(z, topic: str, broker: int, partitions: int) -> None:
-    """The leaders take `broker` back into every ISR (conditional writes, kazoo)."""
-    for p in range(partitions):
-        path = zkdata.partition_state_path(topic, p)
-        data, st = z.client.get(path)
-        s = zkdata.PartitionState.decode(data)
-        if broker not in s.isr:
-            z.client.set(path, zkdata.PartitionState(
-                s.leader, s.leader_epoch, s.isr + (broker,), s.controller_epoch,
-                s.leader_recovery_state).encode(), version=st.version)
+    """Wait until the leaders have taken `broker` back into every ISR (replication: it
+    caught up, the leader's own conditional write). The test used to write that ISR itself
+    before replication existed, which now races with the leaders' writes."""
+    back = wait(lambda: zk_states(z, topic, range(partitions)),
+                lambda s: all(broker in s[p].isr for p in range(partitions)), timeout=30)
+    assert all(broker in back[p].isr for p in range(partitions)), back
 
 
 def _led_away(brokers, zk, **settings):
