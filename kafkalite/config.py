@@ -143,6 +143,13 @@ BROKER_PROPS: list[Prop] = [
     Prop("max.connections.per.ip", "int", 2147483647, _at_least(0), read_only=False),
     Prop("connections.max.idle.ms", "long", 600000),
     Prop("sasl.enabled.mechanisms", "list", "GSSAPI", read_only=False),
+    # The inter-broker SASL login (cluster/inter_broker.py): PLAIN or SCRAM-SHA-256/512.
+    Prop("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None,
+         "SASL mechanism brokers log in to each other with (PLAIN, SCRAM-SHA-256/512)."),
+    Prop("sasl.jaas.config", "password", None, None,
+         "JAAS login (username, password options) of the inter-broker SASL client when the "
+         "listener's listener.name.<l>.<mechanism>.sasl.jaas.config is unset.",
+         sensitive=True),
     Prop("connections.max.reauth.ms", "long", 0),
     Prop("connection.failed.authentication.delay.ms", "int", 100, _at_least(0)),
     Prop("queued.max.requests", "int", 500, _at_least(1)),

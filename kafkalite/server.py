@@ -52,6 +52,10 @@ class KafkaServer:
         for listener in self.listeners:
             if listener.uses_tls:  # a bad keystore stops the start here (TlsConfigError)
                 listener.ssl_context = server_context(config, listener)
+        self.inter_broker: Any = None  # how a cluster broker reaches the others (TLS, SASL)
+        if config["zookeeper.connect"]:
+            from .cluster.inter_broker import InterBroker  # refuses a bad inter-broker setup
+            self.inter_broker = self.broker.inter_broker = InterBroker(config, self.listeners)
         self.connections: set[KafkaConnection] = set()
         self.per_ip: dict[str, int] = {}
         self._servers: list[asyncio.AbstractServer] = []
@@ -243,7 +247,7 @@ class KafkaServer:
         if self.membership is not None:  # leadership moves off while this broker still serves
             from .cluster.controlled_shutdown import controlled_shutdown
             await controlled_shutdown(self.config, self.membership, self.cluster_view,
-                                      self.listeners[0])
+                                      self.inter_broker)
         self.stopping = True
         for timer in self._timers.values():
             timer.cancel()

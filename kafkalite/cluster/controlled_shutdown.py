@@ -11,20 +11,20 @@
 # partitions it still leads: those with no other in-sync replica.
 #
 # The broker (KafkaServer.controlledShutdown): with controlled.shutdown.enable, before it
-# stops serving, it sends the request to the controller (as its cluster view knows it, at its
-# endpoint on this broker's first listener) until an answer with
-# no error and no remaining partitions, at most controlled.shutdown.max.retries times,
+# stops serving, it sends the request to the controller (as its cluster view knows it, over
+# the inter-broker connection: the controller's endpoint of the inter-broker listener, with
+# its TLS and SASL, inter_broker.py) until an answer with no error and no remaining partitions, at most controlled.shutdown.max.retries times,
 # controlled.shutdown.retry.backoff.ms apart; then it shuts down either way.
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
 
 from ..wire import controlled_shutdown as wire
 from ..wire.errors import ErrorCode, KafkaError
 from .decisions import remove_replica, shutdown_transition
+from .inter_broker import InterBroker
 
 if TYPE_CHECKING:
     from .controller import Controller, PartitionKey
@@ -74,23 +74,24 @@ async def shut_down_broker(ctrl: "Controller", broker_id: int,
 # --- the broker's side ---------------------------------------------------------------------
 
 async def send_request(host: str, port: int, broker_id: int, broker_epoch: int,
-                       version: int = VERSION) -> tuple[int, list[tuple[str, int]]]:
+                       version: int = VERSION, inter_broker: InterBroker | None = None,
+                       ) -> tuple[int, list[tuple[str, int]]]:
     """One ControlledShutdown round trip: (error code, remaining partitions)."""
-    reader, writer = await asyncio.open_connection(host, port)
+    client_id = f"broker-{broker_id}-shutdown"
+    channel = await (inter_broker or InterBroker()).connect(host, port, client_id,
+                                                            REQUEST_TIMEOUT_S)
     try:
-        writer.write(wire.encode_request(wire.ControlledShutdownRequest(broker_id, broker_epoch),
-                                         version, 1, f"broker-{broker_id}-shutdown"))
-        await writer.drain()
-        (size,) = struct.unpack(">i", await reader.readexactly(4))
-        frame = await reader.readexactly(size)
+        frame = await channel.exchange(wire.encode_request(
+            wire.ControlledShutdownRequest(broker_id, broker_epoch), version, 1, client_id),
+            REQUEST_TIMEOUT_S)
         head = 5 if wire.flexible(version) else 4  # correlation id (+ tagged fields)
         return wire.decode_response(frame[head:], version)
     finally:
-        writer.close()
+        channel.close()
 
 
 async def controlled_shutdown(config: Any, membership: Any, view: Any,
-                              listener: Any = None) -> bool:
+                              inter_broker: InterBroker | None = None) -> bool:
     """The broker's controlled shutdown (before it stops serving); True when the controller
     moved everything off it. The controller and its endpoint come from the cluster view
     (Kafka's metadata cache), not from ZooKeeper; each attempt is bounded. Never raises."""
@@ -100,14 +101,14 @@ async def controlled_shutdown(config: Any, membership: Any, view: Any,
     backoff_s = config["controlled.shutdown.retry.backoff.ms"] / 1000
     for attempt in range(1, retries + 1):
         cid = view.controller_id
-        node = view.broker(cid, listener) if cid >= 0 else None
         try:
-            if node is None:
+            if cid < 0:
                 log.warning("Controlled shutdown attempt %d: no controller known", attempt)
             else:
+                host, port = (inter_broker or InterBroker()).endpoint(view, cid)
                 code, remaining = await asyncio.wait_for(send_request(
-                    node.host, node.port, membership.broker_id, membership.broker_epoch),
-                    REQUEST_TIMEOUT_S)
+                    host, port, membership.broker_id, membership.broker_epoch,
+                    inter_broker=inter_broker), REQUEST_TIMEOUT_S)
                 if code == ErrorCode.none and not remaining:
                     log.info("Controlled shutdown request returned successfully after %d "
                              "attempt(s) (controller %d)", attempt, cid)

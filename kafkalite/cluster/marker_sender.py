@@ -10,8 +10,12 @@
 # A partition the cluster does not know (deleted) is reported UNKNOWN_TOPIC_OR_PARTITION and
 # needs no marker, as Kafka skips partitions missing from its metadata cache.
 #
-# Gaps: PLAINTEXT only (the leader's default endpoint, as the replica fetcher); a marker
-# appended on this broker does not wait for the followers (Kafka's acks=-1 marker append).
+# Markers go over the inter-broker connection (inter_broker.py: the leader's endpoint of the
+# inter-broker listener, with its TLS and SASL), as the replica fetcher's; a failed login is
+# a broken connection, retried as one.
+#
+# Gap: a marker appended on this broker does not wait for the followers (Kafka's acks=-1
+# marker append).
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +23,7 @@ import logging
 from typing import Any, Iterable
 
 from ..wire.errors import ErrorCode
-from .replica_fetcher import Channel
+from .inter_broker import Channel, InterBroker
 from .view import NO_NODE
 
 log = logging.getLogger("kafkalite.transactions")
@@ -47,6 +51,7 @@ class MarkerSender:
         self.client_id = f"broker-{broker.node_id}-txn-markers"
         # Kafka's request.timeout.ms (30 s) for this channel; kafkalite has the replicas' one
         self.timeout_s: float = config["replica.socket.timeout.ms"] / 1000
+        self.inter_broker: InterBroker = getattr(broker, "inter_broker", None) or InterBroker()
         self._channels: dict[int, Channel] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
@@ -111,7 +116,8 @@ class MarkerSender:
             try:
                 channel = self._channels.get(node)
                 if channel is None:
-                    channel = self._channels[node] = await self._connect(node)
+                    channel = self._channels[node] = await self.inter_broker.open(
+                        self.view, node, self.client_id, self.timeout_s)
                 resp = await channel.call(WRITE_TXN_MARKERS, VERSION, req, self.timeout_s)
             except (OSError, EOFError, asyncio.TimeoutError, ConnectionError) as e:
                 log.info("WriteTxnMarkers to broker %d failed: %r; will retry", node, e)
@@ -124,12 +130,6 @@ class MarkerSender:
                     if (t.name, p.partition_index) in out:
                         out[(t.name, p.partition_index)] = ErrorCode(p.error_code)
         return out
-
-    async def _connect(self, node: int) -> Channel:
-        b = self.view.broker(node, None)
-        if b is None:
-            raise ConnectionError(f"broker {node} is not live")
-        return await Channel.open(b.host, b.port, self.client_id, self.timeout_s)
 
     def _drop(self, node: int) -> None:
         channel = self._channels.pop(node, None)

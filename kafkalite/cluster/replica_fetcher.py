@@ -17,26 +17,25 @@
 # epochs, a leader that moved) back off for replica.fetch.backoff.ms: the cluster view's
 # next state moves the partition.
 #
+# The connection is the inter-broker one (inter_broker.py: the leader's endpoint of the
+# inter-broker listener, TLS and SASL as configured); a leader registered without that
+# listener, or a failed login, is logged and retried after replica.fetch.backoff.ms, as
+# Kafka's fetcher retries.
+#
 # Gaps: no fetch sessions (every fetch is a full one), no last_fetched_epoch divergence
-# (truncation is by OffsetForLeaderEpoch, as Kafka before 2.7), PLAINTEXT only (the leader's
-# first registered endpoint), no replication throttling.
+# (truncation is by OffsetForLeaderEpoch, as Kafka before 2.7), no replication throttling.
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Callable
-
-from kio.serial import entity_reader
 
 from ..broker.build import ms
 from ..log.replica import follow_producer_state
-from ..wire.codec import encode, is_flexible, response_class
 from ..wire.errors import ErrorCode
-from ..wire.header import skip_tagged_fields
 from ..wire.records import HEADER_SIZE, parse_header
+from .inter_broker import Channel, InterBroker
 
 log = logging.getLogger("kafkalite.replication")
 
@@ -44,8 +43,6 @@ FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
 FETCH_VERSION, LIST_OFFSETS_VERSION, OFFSETS_VERSION = 17, 8, 4
 EARLIEST = -2  # ListOffsets' timestamp for the log start offset
 UNDEFINED = -1
-_SIZE = struct.Struct(">i")
-_HEADER = struct.Struct(">hhih")
 
 
 def truncation_offset(leo: int, hw: int, requested_epoch: int, leader_epoch: int,
@@ -69,45 +66,6 @@ def _grouped(followed: list, key: Callable[[Any], Any], make: Callable[[Any], An
     for f in followed:
         out.setdefault(key(f), []).append(make(f))
     return out
-
-
-@cache
-def _reader(cls: type) -> Any:
-    return entity_reader(cls)
-
-
-class Channel:
-    """One connection to a broker: request/response, one at a time."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 client_id: str):
-        self._reader, self._writer = reader, writer
-        self._client_id = client_id.encode()
-        self._corr = 0
-
-    @classmethod
-    async def open(cls, host: str, port: int, client_id: str, timeout_s: float) -> "Channel":
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
-        return cls(reader, writer, client_id)
-
-    async def call(self, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
-        self._corr += 1
-        flexible = is_flexible(api_key, version)
-        head = _HEADER.pack(api_key, version, self._corr, len(self._client_id)) + \
-            self._client_id + (b"\x00" if flexible else b"")
-        payload = encode(body)
-        self._writer.write(_SIZE.pack(len(head) + len(payload)) + head + payload)
-        await self._writer.drain()
-        (size,) = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), timeout_s))
-        frame = await asyncio.wait_for(self._reader.readexactly(size), timeout_s)
-        (corr,) = _SIZE.unpack_from(frame, 0)
-        if corr != self._corr:
-            raise ConnectionError(f"response {corr} to request {self._corr}")
-        pos = skip_tagged_fields(frame, 4) if flexible else 4
-        return _reader(response_class(api_key, version))(frame, pos)[0]
-
-    def close(self) -> None:
-        self._writer.close()
 
 
 @dataclass(eq=False)
@@ -180,11 +138,9 @@ class SourceFetcher:
         self._close()
 
     async def _connect(self) -> Channel:
-        node = self.owner.view.broker(self.leader, None)
-        if node is None:
-            raise ConnectionError(f"broker {self.leader} is not live")
-        return await Channel.open(node.host, node.port, self.owner.client_id,
-                                  self.owner.timeout_s)
+        owner = self.owner
+        return await owner.inter_broker.open(owner.view, self.leader, owner.client_id,
+                                             owner.timeout_s)
 
     # --- become-follower truncation -------------------------------------------------------
 
@@ -328,6 +284,7 @@ class ReplicaFetchers:
         self.fetch_module = fetch_module
         self.offsets_module = offsets_module
         self.list_offsets_module = list_offsets_module
+        self.inter_broker: InterBroker = getattr(broker, "inter_broker", None) or InterBroker()
         self.max_wait_ms: int = config["replica.fetch.wait.max.ms"]
         self.min_bytes: int = config["replica.fetch.min.bytes"]
         self.partition_max_bytes: int = config["replica.fetch.max.bytes"]

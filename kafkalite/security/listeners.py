@@ -116,6 +116,10 @@ def parse_listeners(cfg: Any) -> list[Listener]:
     if inter and cfg.is_explicit("security.inter.broker.protocol"):
         raise ConfigError("Only one of inter.broker.listener.name and "
                           "security.inter.broker.protocol should be set.")
+    if inter and inter.upper() not in mapping:
+        raise ConfigError(f"Listener with name {inter.upper()} defined in "
+                          "inter.broker.listener.name not found in "
+                          "listener.security.protocol.map.")
     if inter and inter.upper() not in names:
         raise ConfigError(f"inter.broker.listener.name must be a listener name defined in "
                           f"advertised.listeners. The valid options based on currently "
