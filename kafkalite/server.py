@@ -49,13 +49,13 @@ class KafkaServer:
         self.pool = RequestPool(pool_bytes)
         self.idle_ms = config["connections.max.idle.ms"]
         self.listeners: list[Listener] = parse_listeners(config)
+        self.inter_broker: Any = None  # how a cluster broker reaches the others (TLS, SASL)
+        if config["zookeeper.connect"]:  # Kafka checks these before any keystore
+            from .cluster.inter_broker import InterBroker  # refuses a bad inter-broker setup
+            self.inter_broker = self.broker.inter_broker = InterBroker(config, self.listeners)
         for listener in self.listeners:
             if listener.uses_tls:  # a bad keystore stops the start here (TlsConfigError)
                 listener.ssl_context = server_context(config, listener)
-        self.inter_broker: Any = None  # how a cluster broker reaches the others (TLS, SASL)
-        if config["zookeeper.connect"]:
-            from .cluster.inter_broker import InterBroker  # refuses a bad inter-broker setup
-            self.inter_broker = self.broker.inter_broker = InterBroker(config, self.listeners)
         self.connections: set[KafkaConnection] = set()
         self.per_ip: dict[str, int] = {}
         self._servers: list[asyncio.AbstractServer] = []

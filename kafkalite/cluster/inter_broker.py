@@ -162,8 +162,6 @@ class InterBroker:
 
     def _configure(self, cfg: Any, listeners: Sequence[Listener]) -> None:
         self.listener = inter_broker_listener(cfg, listeners)
-        self.ssl_context = client_context(cfg, self.listener) if self.listener.uses_tls \
-            else None
         if self.listener.uses_sasl:
             mechanism = str(cfg["sasl.mechanism.inter.broker.protocol"])
             if mechanism not in _mechanisms(cfg, self.listener):
@@ -176,6 +174,9 @@ class InterBroker:
                                   f"{', '.join(CLIENT_MECHANISMS)} only")
             self.mechanism = mechanism
             self.username, self.password = _credentials(cfg, self.listener, mechanism)
+        if self.listener.uses_tls:
+            self.ssl_context = client_context(cfg, self.listener)
+        log.info("Inter-broker connections: %s", self.describe())
 
     def describe(self) -> str:
         if self.listener is None:

@@ -49,7 +49,9 @@ def test_the_broker_wide_jaas_config_is_the_fallback_and_names_are_case_blind():
     assert (ib.listener.name, ib.username, ib.password) == ("SASL_PLAINTEXT", "b", "p")
 
 
-@pytest.mark.parametrize("props, message", [
+# (properties, Kafka 3.8's start-up refusal): test_inter_broker_security_vs_kafka.py starts
+# Kafka with each of them
+REFUSALS = [
     ({"listeners": "SASL_SSL://127.0.0.1:9093"},
      "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
      "The valid options based on currently configured listeners are SASL_SSL"),
@@ -65,7 +67,10 @@ def test_the_broker_wide_jaas_config_is_the_fallback_and_names_are_case_blind():
       "SCRAM-SHA-512"},
      "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "
      "SASL is used for inter-broker communication"),
-])
+]
+
+
+@pytest.mark.parametrize("props, message", REFUSALS)
 def test_start_up_refusals_carry_kafkas_messages(props, message):
     with pytest.raises(ConfigError) as e:
         inter_broker(**props)
