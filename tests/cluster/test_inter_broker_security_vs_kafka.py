@@ -21,16 +21,16 @@ import pytest
 
 from kafkalite.cluster import zkdata
 from kafkalite.security.scram_store import MIN_ITERATIONS, make_credential, salted_password
-from tests.cluster.test_inter_broker_security import (ADMIN, BROKER_PASSWORD, TOPIC,
-                                                      client_conf, create_topic, isr, pki,
-                                                      produce, secure_settings)
+from kafkalite.wire.errors import ErrorCode
+from tests.cluster.test_inter_broker_security import (  # noqa: F401 (pki: a fixture)
+    ADMIN, BROKER_PASSWORD, TOPIC, client_conf, create_topic, isr, pki, produce, replica_fetch,
+    secure_settings)
 from tests.cluster.test_membership import WAIT_S, Zk
 from tests.cluster.test_replication import log_bytes
 from tests.helpers.real_kafka import anchor_dir, eventually, unavailable_reason
 from tests.helpers.zookeeper import ZkModeKafka
 from tests.unit.test_inter_broker_config import REFUSALS
 
-assert pki  # the module fixture, imported for this module's tests
 KAFKALITE_ONLY = ("kafkalite.",)
 
 
@@ -114,6 +114,9 @@ def test_kafka_replicates_over_sasl_ssl_with_the_same_configuration(kafka_runs, 
         for i in (2, 3):
             assert eventually(lambda i=i: log_bytes(logs[i]), lambda b: b == leader_bytes,
                               timeout=WAIT_S) == leader_bytes
+        # KafkaApis: a follower's Fetch without CLUSTER_ACTION, TOPIC_AUTHORIZATION_FAILED
+        answer = replica_fetch(procs[1].bootstrap, 2, TOPIC)
+        assert answer.error_code == ErrorCode.topic_authorization_failed
     finally:
         if z is not None:
             z.close()
