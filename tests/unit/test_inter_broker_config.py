@@ -118,3 +118,37 @@ def test_the_plain_client_logs_in():
     client = PlainClient("broker", "pw")
     run(client, server)
     assert client.complete and server.principal_name == "broker"
+
+
+class Registrations:
+    """Live brokers' registered endpoints by listener name, answered as ZkClusterView does
+    (the first endpoint for listener None, None for a listener a broker lacks)."""
+
+    def __init__(self, endpoints: dict[int, dict[str, int]]):
+        self.endpoints = endpoints
+
+    def broker(self, node_id: int, listener):
+        from kafkalite.cluster.view import BrokerNode
+        ports = self.endpoints.get(node_id)
+        if not ports:
+            return None
+        name = listener.name if listener is not None else next(iter(ports))
+        return BrokerNode(node_id, "127.0.0.1", ports[name]) if name in ports else None
+
+
+def test_the_other_brokers_endpoint_is_the_one_of_the_inter_broker_listener():
+    from kafkalite.cluster.inter_broker import Unreachable
+    ib = inter_broker(**{"listeners": TWO, "inter.broker.listener.name": "SASL_PLAINTEXT",
+                         "sasl.enabled.mechanisms": "PLAIN",
+                         "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                             'x required username="b" password="p";'})
+    view = Registrations({2: {"PLAINTEXT": 9192, "SASL_PLAINTEXT": 9193},
+                          3: {"PLAINTEXT": 9292}})
+    assert ib.endpoint(view, 2) == ("127.0.0.1", 9193)
+    with pytest.raises(Unreachable, match="broker 3 has no endpoint for the inter-broker "
+                                          "listener SASL_PLAINTEXT"):
+        ib.endpoint(view, 3)
+    with pytest.raises(Unreachable, match="broker 4 is not live"):
+        ib.endpoint(view, 4)
+    assert InterBroker().endpoint(view, 3) == ("127.0.0.1", 9292)  # no config: the first
