@@ -11,8 +11,9 @@
 #
 # Run as a script (`python test_network_partition.py produce BOOTSTRAP PREFIX OUT`) it is the
 # producer the tests start inside a namespace: acks=all, one value at a time, each delivery
-# report a line `ack|err VALUE MONOTONIC` in OUT; SIGTERM ends it (what is undelivered then
-# is purged, so never acknowledged).
+# report a line `ack VALUE MONOTONIC` or `err VALUE MONOTONIC ERROR` in OUT (CLOCK_MONOTONIC
+# is the machine's, so the test compares those times with its own); SIGTERM ends it (what is
+# undelivered then is purged: `err ... _PURGE_QUEUE`, never acknowledged).
 from __future__ import annotations
 
 import dataclasses
@@ -149,8 +150,8 @@ class Producer:
                 lines = f.read().splitlines()
         except FileNotFoundError:
             return []
-        return [(k.decode(), v, float(t)) for k, v, t in
-                (line.split(b" ", 2) for line in lines if line.count(b" ") == 2)]
+        return [(k.decode(), v, float(t)) for k, v, t, *_ in
+                (line.split(b" ") for line in lines if line.count(b" ") >= 2)]
 
     def acked(self, after: float = 0.0) -> list[bytes]:
         return [v for k, v, t in self.reports() if k == "ack" and t > after]
@@ -179,7 +180,7 @@ def produce_main(bootstrap: str, prefix: str, out: str) -> None:
     with open(out, "a", buffering=1) as f:
         def report(err, msg) -> None:
             f.write(f"{'ack' if err is None else 'err'} {msg.value().decode()} "
-                    f"{time.monotonic():.6f}\n")
+                    f"{time.monotonic():.6f}{'' if err is None else ' ' + err.name()}\n")
         for i in range(200_000):  # bounded: SIGTERM ends it long before
             if stopping:
                 break
@@ -345,6 +346,33 @@ def metadata_controller(bootstrap: str) -> int | None:
             return call(s, MetadataRequest[1](topics=[])).controller_id
     except OSError:
         return None
+
+
+# --- the helper itself ----------------------------------------------------------------------
+
+def test_the_namespaces_go_at_close_and_a_dead_tests_leftovers_are_swept():
+    def ours(tag: str) -> list[str]:
+        shown = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                               timeout=30).stdout + subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+        return re.findall(rf"\b{re.escape(tag)}\S*", shown)
+    net = netns.partitions(["x", "y"])
+    try:
+        assert len(ours(net.tag)) >= 4  # bridge, two namespaces, two host-side veths
+        net.isolate("x")
+        net.cut("x", "y")
+    finally:
+        net.close()
+    assert eventually(lambda: ours(net.tag), lambda left: not left, timeout=10) == []
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid now names no process: what it made is a leftover
+    leftover = f"kp{gone.pid}-0-x"
+    subprocess.run(["ip", "netns", "add", leftover], check=True, timeout=30)
+    try:
+        assert leftover in netns.sweep()
+    finally:
+        subprocess.run(["ip", "netns", "del", leftover], capture_output=True, timeout=30)
+    assert ours(leftover) == []
 
 
 # --- kafkalite -----------------------------------------------------------------------------
