@@ -80,8 +80,9 @@ class Cluster:
 
 # --- fixtures ------------------------------------------------------------------------------
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def net() -> Iterator[netns.Partitions]:
+    """The namespaces, shared by a module's tests (each cluster fixture heals at its end)."""
     made = netns.partitions(list(NAMES.values()))
     try:
         yield made
@@ -89,13 +90,14 @@ def net() -> Iterator[netns.Partitions]:
         made.close()
 
 
-@pytest.fixture
-def zk_on_bridge(net, tmp_path) -> Iterator[str]:
-    """A ZooKeeper of the test's own listening on the bridge's address: every namespace
-    reaches it until a partition says otherwise."""
+@pytest.fixture(scope="module")
+def zk_on_bridge(net, tmp_path_factory) -> Iterator[str]:
+    """A ZooKeeper of the module's own listening on the bridge's address (each cluster on a
+    chroot of its own): every namespace reaches it until a partition says otherwise."""
     if (reason := zkh.unavailable_reason()) is not None:
         pytest.skip(reason)
-    server = zkh.ZooKeeperProcess(data_dir=str(tmp_path / "zk"), host=net.bridge_address)
+    server = zkh.ZooKeeperProcess(data_dir=str(tmp_path_factory.mktemp("zk")),
+                                  host=net.bridge_address)
     try:
         yield server.start().connect
     finally:
@@ -115,16 +117,17 @@ def lite(net, zk_on_bridge, tmp_path) -> Iterator[Cluster]:
                               settings={"node.id": str(i), "zookeeper.connect": connect,
                                         "replica.fetch.wait.max.ms": "200", **SETTINGS})
              for i, n in NAMES.items()}
-    z = None
     try:
         for b in procs.values():
             b.start()
         z = Zk(connect)
-        registered(z, set(procs))
-        yield Cluster(procs, z, net, lambda b: os.path.join(b.data_dir, f"{TOPIC}-0"))
-    finally:
-        if z is not None:
+        try:
+            registered(z, set(procs))
+            yield Cluster(procs, z, net, lambda b: os.path.join(b.data_dir, f"{TOPIC}-0"))
+        finally:
             z.close()
+    finally:
+        net.heal()  # whatever the test left: the next one starts on the full mesh
         keep_logs(procs, tmp_path)
         for b in procs.values():
             b.kill()

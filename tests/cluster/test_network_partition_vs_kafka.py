@@ -30,6 +30,7 @@ def kafka(net, zk_on_bridge, tmp_path) -> Iterator[Cluster]:
                                                                f"{TOPIC}-0"))
         finally:
             z.close()
+            net.heal()
             for i, b in procs.items():
                 (tmp_path / f"kafka-{i}.log").write_text(b.read_log()[-200_000:])
                 b.kill()  # its data goes next: a controlled shutdown would only cost time
