@@ -70,7 +70,8 @@ def sweep() -> list[str]:
 
 def _free_subnet() -> ipaddress.IPv4Network:
     used = _ip("-4", "-o", "addr", "show", check=False).stdout
-    for n in range(256):
+    # from a place of this process's own: two test runs starting at once rarely pick alike
+    for n in ((os.getpid() + i) % 256 for i in range(256)):
         if f" {SUPERNET}.{n}." not in used:
             return ipaddress.ip_network(f"{SUPERNET}.{n}.0/24")
     raise RuntimeError(f"no free /24 in {SUPERNET}.0.0/16")
@@ -182,4 +183,5 @@ def partitions(names: Sequence[str]) -> Partitions:
         return Partitions(names).open()
     except (OSError, subprocess.SubprocessError) as e:
         detail = (getattr(e, "stderr", None) or str(e)).strip()
-        pytest.skip(f"cannot make network namespaces with a bridge and iptables here: {detail}")
+        pytest.skip("cannot make network namespaces with a bridge and iptables here "
+                    f"(CAP_NET_ADMIN?): {detail}")
