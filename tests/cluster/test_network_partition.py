@@ -36,7 +36,7 @@ from kafkalite.cluster import zkdata  # noqa: E402
 from kafkalite.testing import BrokerProcess  # noqa: E402
 from kafkalite.wire.errors import ErrorCode  # noqa: E402
 from tests.cluster.test_membership import Zk, registered  # noqa: E402
-from tests.cluster.test_replication import TOPIC  # noqa: E402
+from tests.cluster.test_replication import TOPIC, produce_all  # noqa: E402
 from tests.cluster.test_replication_vs_kafka import create_led  # noqa: E402
 from tests.cluster.test_zk_admin_apis import (controller_epoch, controller_id,  # noqa: E402
                                               create, states)
@@ -270,7 +270,6 @@ def leader_isolated(c: Cluster, tmp_path) -> None:
 
 def follower_cut_from_leader(c: Cluster) -> None:
     """b. A follower (not the controller) cut from the leader only."""
-    from tests.cluster.test_replication import produce_all
     cid = settled_controller(c)
     lead = next(i for i in c.procs if i != cid)
     victim = next(i for i in c.procs if i not in (cid, lead))
@@ -296,7 +295,6 @@ def controller_isolated(c: Cluster) -> int:
     """c. The controller isolated: another is elected; back, the old one is fenced. Returns
     the old controller's id."""
     from kazoo.exceptions import BadVersionError
-    from tests.cluster.test_replication import produce_all
     old = settled_controller(c)
     lead = next(i for i in c.procs if i != old)
     topic_led_by(c, lead)
