@@ -37,11 +37,16 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    """A kafkalite broker in a subprocess: start, stop (SIGTERM), kill (SIGKILL), restart."""
+    """A kafkalite broker in a subprocess: start, stop (SIGTERM), kill (SIGKILL), restart.
+    `host` is the address it listens on; `prefix` goes before its command, a launcher that
+    execs the rest (`ip netns exec NS`: the broker in a network namespace of a test's own)."""
 
     def __init__(self, data_dir: str | None = None, port: int | None = None,
-                 settings: dict[str, str] | None = None, log_path: str | None = None):
+                 settings: dict[str, str] | None = None, log_path: str | None = None,
+                 host: str = "127.0.0.1", prefix: list[str] | None = None):
         self._own_dir = data_dir is None
+        self.host = host
+        self.prefix = list(prefix or [])
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafkalite-")
         self.port = port or free_port()
         self.settings = {**TEST_SETTINGS, **(settings or {})}
@@ -52,11 +57,11 @@ class BrokerProcess:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "kafkalite", "serve",
-               "--set", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+        cmd = [*self.prefix, sys.executable, "-m", "kafkalite", "serve",
+               "--set", f"listeners=PLAINTEXT://{self.host}:{self.port}",
                "--set", f"log.dirs={self.data_dir}"]
         for k, v in self.settings.items():
             cmd += ["--set", f"{k}={v}"]
@@ -74,7 +79,7 @@ class BrokerProcess:
                 raise RuntimeError(f"kafkalite exited with {self.proc.returncode}:\n"
                                    + self.read_log()[-4000:])
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                with socket.create_connection((self.host, self.port), timeout=0.2):
                     return self
             except OSError:
                 time.sleep(0.02)

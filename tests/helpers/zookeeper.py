@@ -94,21 +94,23 @@ def chroot_connect(connect: str) -> str:
 
 
 class ZooKeeperProcess(BrokerProcess):
-    """One standalone ZooKeeper server on 127.0.0.1:port with its data under data_dir,
-    handled as a BrokerProcess is (stop: SIGTERM then SIGKILL, kill, restart, cleanup)."""
+    """One standalone ZooKeeper server on host:port (127.0.0.1 unless told: a network
+    partition test binds it to its bridge's address) with its data under data_dir, handled
+    as a BrokerProcess is (stop: SIGTERM then SIGKILL, kill, restart, cleanup)."""
 
-    def __init__(self, port: int | None = None, data_dir: str | None = None):
+    def __init__(self, port: int | None = None, data_dir: str | None = None,
+                 host: str = "127.0.0.1"):
         own_dir = data_dir is None
         data_dir = data_dir or tempfile.mkdtemp(prefix="zookeeper-")
         super().__init__(data_dir=data_dir, port=port or free_port_pair(),
-                         log_path=os.path.join(data_dir, "server.out"))
+                         log_path=os.path.join(data_dir, "server.out"), host=host)
         self._own_dir = own_dir  # cleanup() removes only a directory it made
         self.config = os.path.join(self.data_dir, "zoo.cfg")
         self.log_dir = os.path.join(self.data_dir, "logs")
 
     @property
     def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
+        return (self.host, self.port)
 
     @property
     def connect(self) -> str:
@@ -121,7 +123,7 @@ class ZooKeeperProcess(BrokerProcess):
             f.write("\n".join([
                 f"dataDir={os.path.join(self.data_dir, 'data')}",
                 f"clientPort={self.port}",
-                "clientPortAddress=127.0.0.1",
+                f"clientPortAddress={self.host}",
                 "admin.enableServer=false",
                 "maxClientCnxns=0",
                 "4lw.commands.whitelist=srvr,ruok",
@@ -164,12 +166,16 @@ class ZooKeeperProcess(BrokerProcess):
 class ZkModeKafka(RealKafka):
     """An Apache Kafka 3.8.0 broker in ZooKeeper mode (the anchor's kafka-server-start.sh with
     a server.properties of our own): zookeeper.connect, broker.id, one PLAINTEXT listener on
-    127.0.0.1, its log.dirs; `settings` are added to the file. Started and stopped as a
-    RealKafka (start waits, bounded, until Metadata answers)."""
+    `host` (127.0.0.1 unless told), its log.dirs; `settings` are added to the file; `prefix`
+    goes before the command (as BrokerProcess's: `ip netns exec NS`). Started and stopped as
+    a RealKafka (start waits, bounded, until Metadata answers)."""
 
     def __init__(self, zookeeper_connect: str, broker_id: int = 0,
-                 settings: dict[str, str] | None = None, data_dir: str | None = None):
+                 settings: dict[str, str] | None = None, data_dir: str | None = None,
+                 host: str = "127.0.0.1", prefix: list[str] | None = None):
         super().__init__(data_dir=data_dir, settings=settings)
+        self.host = host
+        self.prefix = list(prefix or [])
         self.zookeeper_connect = zookeeper_connect
         self.broker_id = broker_id
         self.properties = os.path.join(self.data_dir, "server.properties")
@@ -177,7 +183,7 @@ class ZkModeKafka(RealKafka):
     def command(self) -> list[str]:
         lines = {"broker.id": str(self.broker_id),
                  "zookeeper.connect": self.zookeeper_connect,
-                 "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                 "listeners": f"PLAINTEXT://{self.host}:{self.port}",
                  "log.dirs": os.path.join(self.data_dir, "logs"),
                  "offsets.topic.replication.factor": "1",
                  "transaction.state.log.replication.factor": "1",
@@ -188,21 +194,27 @@ class ZkModeKafka(RealKafka):
             f.writelines(f"{k}={v}\n" for k, v in lines.items())
         script = os.path.join(os.path.dirname(self.serve), "bin", "kafka-server-start.sh")
         # env execs the script, which execs the JVM: the process started is the broker
-        return ["env", f"LOG_DIR={os.path.join(self.data_dir, 'applogs')}",
+        return [*self.prefix, "env", f"LOG_DIR={os.path.join(self.data_dir, 'applogs')}",
                 "KAFKA_HEAP_OPTS=-Xmx256M -Xms256M", "EXTRA_ARGS=-name kafkaServer",
                 script, self.properties]
 
 
 @contextlib.contextmanager
 def kafka_on_zookeeper(zookeeper: str, ids: Sequence[int],
-                       settings: dict[str, str] | None = None) -> Iterator[tuple[str, dict]]:
+                       settings: dict[str, str] | None = None,
+                       places: dict[int, tuple[str, list[str]]] | None = None
+                       ) -> Iterator[tuple[str, dict]]:
     """Kafka 3.8 brokers `ids` in ZooKeeper mode on a chroot of their own of `zookeeper`,
     started: yields (their zookeeper.connect, {id: ZkModeKafka}); skips the test when the
-    Kafka anchor is missing. Stopped and removed afterwards."""
+    Kafka anchor is missing. Stopped and removed afterwards. `places` gives a broker its
+    (host, command prefix): tests.helpers.netns puts each in a network namespace."""
     if (reason := kafka_unavailable_reason()) is not None:
         pytest.skip(reason)
     connect = f"{zookeeper}/kafka-ref-{uuid.uuid4().hex}"
-    brokers = {i: ZkModeKafka(connect, broker_id=i, settings=settings) for i in ids}
+    where = places or {}
+    brokers = {i: ZkModeKafka(connect, broker_id=i, settings=settings,
+                              host=where.get(i, ("127.0.0.1", []))[0],
+                              prefix=where.get(i, ("127.0.0.1", []))[1]) for i in ids}
     try:
         for b in brokers.values():
             b.start()
