@@ -31,7 +31,7 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode, KafkaError
-from . import preferred, zkdata
+from . import preferred, reassignment, zkdata
 from .admin_zk import delete_topic_znodes
 from .decisions import initial_state, offline_election, remove_replica  # noqa: F401 (API)
 from .fenced_writes import UPDATE_ATTEMPTS, FencedWrites, PartitionKey  # noqa: F401
@@ -261,6 +261,7 @@ class Controller(FencedWrites):
         await self._bring_online(list(self.states) + self._uninitialized())
         await self.delete_marked_topics()
         await self.isr_changes()
+        await reassignment.resume(self)  # Kafka's initializePartitionReassignments
         await preferred.znode_election(self)
         self._schedule_rebalance(preferred.FIRST_CHECK_DELAY_MS)
 
@@ -354,7 +355,8 @@ class Controller(FencedWrites):
     async def isr_changes(self) -> None:
         """Leaders announce the ISR changes they wrote under /isr_change_notification (Kafka's
         IsrChangeNotification): re-read those partitions' states, then delete the
-        notifications (watch re-armed), so they never pile up."""
+        notifications (watch re-armed), so they never pile up; then complete the
+        reassignments whose targets are all in sync."""
         for name in sorted(await self.zk.children(zkdata.ISR_CHANGE_NOTIFICATION, watch=True)):
             path = f"{zkdata.ISR_CHANGE_NOTIFICATION}/{name}"
             try:
@@ -371,6 +373,7 @@ class Controller(FencedWrites):
                 await self.zk.delete(path)
             except NoNode:
                 pass
+        await reassignment.check_completions(self)  # new ISRs may complete reassignments
 
     async def _brokers_changed(self) -> None:
         live = set(self.live_source.live_brokers())
