@@ -15,7 +15,7 @@
 # the controller answers NOT_CONTROLLER for the whole request (the client finds the
 # controller). Errors per partition: INVALID_REPLICA_ASSIGNMENT (empty, duplicates, negative
 # ids, new replicas on brokers not alive), UNKNOWN_TOPIC_OR_PARTITION, NO_REASSIGNMENT_IN_PROGRESS
-# (cancelling none), with Kafka's messages.
+# (cancelling none), with Kafka's messages; the request's error_message is "" there.
 from __future__ import annotations
 
 from ...cluster import zk_admin
@@ -96,5 +96,5 @@ async def _cluster(ctx, req, controller, mod):
             partition_index=i, error_code=code, error_message=msg))
     return make(response_class(45, v), throttle_time=ZERO,
                 allow_replication_factor_change=flag, error_code=ErrorCode.none,
-                error_message=None, responses=tuple(mod.ReassignableTopicResponse(
+                error_message="", responses=tuple(mod.ReassignableTopicResponse(
                     name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
