@@ -146,6 +146,8 @@ class Controller(FencedWrites):
                 self._work.put_nowait(("preferred",))
             elif event.path == zkdata.ISR_CHANGE_NOTIFICATION:
                 self._work.put_nowait(("isr_changes",))
+            elif event.path == zkdata.REASSIGN_PARTITIONS:
+                self._work.put_nowait(("reassign", event.type == "CREATED"))
             elif event.path.startswith(zkdata.TOPICS + "/") and event.path.count("/") == 3:
                 self._work.put_nowait(("topic", event.path.rsplit("/", 1)[1]))
 
@@ -191,6 +193,8 @@ class Controller(FencedWrites):
             await preferred.znode_election(self)
         elif kind == "isr_changes":
             await self.isr_changes()
+        elif kind == "reassign":
+            await reassignment.znode_reassignment(self, item[1])
         elif kind == "rebalance":
             self._schedule_rebalance(self.imbalance_interval_ms)
             await preferred.auto_rebalance(self, self.imbalance_percentage)
@@ -261,7 +265,7 @@ class Controller(FencedWrites):
         await self._bring_online(list(self.states) + self._uninitialized())
         await self.delete_marked_topics()
         await self.isr_changes()
-        await reassignment.resume(self)  # Kafka's initializePartitionReassignments
+        await reassignment.resume(self)  # the topic znodes', then /admin/reassign_partitions
         await preferred.znode_election(self)
         self._schedule_rebalance(preferred.FIRST_CHECK_DELAY_MS)
 

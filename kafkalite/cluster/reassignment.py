@@ -19,8 +19,11 @@
 #             local log (zk_view.py, Kafka's StopReplica delete=true).
 #   cancel    a null target: back to ORS the same way (NO_REASSIGNMENT_IN_PROGRESS when none).
 #
-# A new controller resumes the reassignments it finds in the topic znodes. The legacy
-# /admin/reassign_partitions znode is not read (COMPATIBILITY.md).
+# A new controller resumes the reassignments it finds in the topic znodes. The pre-KIP-455
+# /admin/reassign_partitions znode (kafka-reassign-partitions.sh --zookeeper of old) starts
+# reassignments too, as Kafka's PartitionReassignmentHandler: read when it is created and at
+# failover; its refused partitions leave it at once, the others as they complete, an API
+# reassignment of a partition takes it out; the znode is deleted once empty.
 from __future__ import annotations
 
 import logging
@@ -32,7 +35,7 @@ from .decisions import remove_replica
 from .fenced_writes import UPDATE_ATTEMPTS
 from .reassignment_plan import (CODES, Assignment, dead_adding, invalid_target, is_complete,
                                 leader_transition, of_topic, start_transition, with_partitions)
-from .zk import BadVersion, NoNode, SetData
+from .zk import BadVersion, Delete, NoNode, SetData
 
 if TYPE_CHECKING:
     from .controller import Controller, PartitionKey
@@ -41,8 +44,8 @@ log = logging.getLogger("kafkalite.controller")
 Result = tuple[int, "str | None"]
 
 
-async def alter(ctrl: "Controller", wanted: dict["PartitionKey", Sequence[int] | None]
-                ) -> dict["PartitionKey", Result]:
+async def alter(ctrl: "Controller", wanted: dict["PartitionKey", Sequence[int] | None],
+                from_znode: bool = False) -> dict["PartitionKey", Result]:
     """Start, change or cancel (None) the reassignments asked for; {partition: result}.
     Answers once the new assignments are written and announced, not when they complete."""
     deleting = set(await ctrl.zk.children(zkdata.DELETE_TOPICS))
@@ -66,9 +69,34 @@ async def alter(ctrl: "Controller", wanted: dict["PartitionKey", Sequence[int] |
             continue
         todo[key] = current.reassign_to(current.original if target is None else target)
         out[key] = (ErrorCode.none, None)
+    if not from_znode:  # the latest reassignment wins (Kafka's maybeRemoveFromZkReassignment)
+        await _drop_from_znode(ctrl, set(todo))
     for key, new in todo.items():
         await reassign(ctrl, key, new)
     return out
+
+
+async def znode_reassignment(ctrl: "Controller", created: bool = True) -> None:
+    """/admin/reassign_partitions: reassign the partitions it lists when it is created (or
+    found at failover); any event re-arms the watch."""
+    if not created:
+        await ctrl.zk.exists(zkdata.REASSIGN_PARTITIONS, watch=True)
+        return
+    try:
+        data, _ = await ctrl.zk.get(zkdata.REASSIGN_PARTITIONS, watch=True)
+    except NoNode:
+        await ctrl.zk.exists(zkdata.REASSIGN_PARTITIONS, watch=True)
+        return
+    try:
+        targets = zkdata.decode_reassign_partitions(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("controller: ignoring %s: %r", zkdata.REASSIGN_PARTITIONS, e)
+        targets = {}
+    results = await alter(ctrl, dict(targets), from_znode=True)
+    log.info("controller: reassignments from %s: %s", zkdata.REASSIGN_PARTITIONS,
+             {f"{t}-{p}": ErrorCode(c).name for (t, p), (c, _) in results.items()})
+    refused = {k for k, (code, _) in results.items() if code != ErrorCode.none}
+    await _drop_from_znode(ctrl, refused, keep=set(targets) - refused)
 
 
 def ongoing(ctrl: "Controller", keys: Iterable["PartitionKey"] | None
@@ -115,6 +143,7 @@ async def resume(ctrl: "Controller") -> None:
     """At failover: every reassignment in the topic znodes goes on (announced again)."""
     for key, a in ongoing(ctrl, None).items():
         await reassign(ctrl, key, a)
+    await znode_reassignment(ctrl)
 
 
 async def _complete(ctrl: "Controller", key: "PartitionKey", a: Assignment) -> None:
@@ -131,6 +160,7 @@ async def _complete(ctrl: "Controller", key: "PartitionKey", a: Assignment) -> N
     await _write_topic(ctrl, key[0], {key[1]: Assignment(target)})
     for r in a.removing:  # OfflineReplica: out of the ISR (never its last member)
         await ctrl.update_state(key, lambda s, r=r: remove_replica(s, r, ctrl.epoch))
+    await _drop_from_znode(ctrl, {key})
     log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
 
 
@@ -154,3 +184,30 @@ async def _write_topic(ctrl: "Controller", topic: str, changes: dict[int, Assign
         return
     log.warning("controller: topic znode %s kept changing under %d attempts", topic,
                 UPDATE_ATTEMPTS)
+
+
+async def _drop_from_znode(ctrl: "Controller", keys: set["PartitionKey"],
+                           keep: set["PartitionKey"] | None = None) -> None:
+    """Take `keys` out of /admin/reassign_partitions (fenced, conditional), deleting it once
+    nothing is left; `keep` (just started from it): those still in progress stay."""
+    for _ in range(UPDATE_ATTEMPTS):
+        try:
+            data, st = await ctrl.zk.get(zkdata.REASSIGN_PARTITIONS)
+        except NoNode:
+            return
+        try:
+            listed = zkdata.decode_reassign_partitions(data)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            listed = {}
+        moving = ongoing(ctrl, listed)
+        left = {k: r for k, r in listed.items() if k not in keys and (
+            k in moving or k not in (keep or set()))}
+        if left == listed and listed:
+            return
+        op = SetData(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassign_partitions(left),
+                     st.version) if left else Delete(zkdata.REASSIGN_PARTITIONS, st.version)
+        try:
+            await ctrl.zk.multi_fenced([op], ctrl.epoch_zk_version)
+            return
+        except (BadVersion, NoNode):
+            continue

@@ -231,3 +231,37 @@ def test_an_unfinished_reassignment_is_listed_and_cancelled(brokers, zk):
     assert raw["partitions"] == {"0": [r for r in (*target, 1, 2) if r != new][:2]}
     assert raw["adding_replicas"] == {} and raw["removing_replicas"] == {}
     assert log_bytes(procs[new]) is None
+
+
+def test_the_legacy_znode_starts_reassignments_and_a_new_controller_completes_them(
+        brokers, zk):
+    """/admin/reassign_partitions (before KIP-455) moves the partition and is deleted once
+    done; a reassignment whose new replica is stopped is completed by the next controller
+    (the old one, also the leader, shut down meanwhile) when that replica catches up."""
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **{"zookeeper.session.timeout.ms": "6000"})))
+    z = zk()
+    registered(z, {1, 2, 3})
+    cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
+    a, b = (i for i in sorted(procs) if i != cid)
+    assert create_on(procs[cid].bootstrap, [a, b]).error_code == 0
+    settled(z, [a, b])
+    z.client.create(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassign_partitions(
+        {(TOPIC, 0): [cid, a], ("nope", 0): [1, 2]}))
+    settled(z, [cid, a])
+    assert eventually(lambda: z.client.exists(zkdata.REASSIGN_PARTITIONS),
+                      lambda st: st is None, timeout=WAIT_S) is None
+    assert raw_topic_znode(z)["partitions"] == {"0": [cid, a]}
+    assert eventually(lambda: log_bytes(procs[b]), lambda x: x is None, timeout=WAIT_S) is None
+    # [cid, a] -> [a, b] with b stopped: in progress when the controller (and leader) leaves
+    procs[b].proc.send_signal(signal.SIGSTOP)
+    try:
+        assert alter(procs[cid].bootstrap, {(TOPIC, 0): [a, b]})[2] == [(TOPIC, 0, 0, None)]
+        assert listed(procs[cid].bootstrap)[1] == [(TOPIC, 0, [a, b, cid], [b], [cid])]
+        procs[cid].stop()
+        assert eventually(lambda: controller_id(z), lambda c: c == a, timeout=WAIT_S) == a
+    finally:
+        procs[b].proc.send_signal(signal.SIGCONT)
+    _, _, _, state = settled(z, [a, b])
+    assert state.leader == a
+    raw = raw_topic_znode(z)
+    assert raw["partitions"] == {"0": [a, b]} and raw["removing_replicas"] == {}
