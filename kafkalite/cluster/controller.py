@@ -22,7 +22,8 @@
 # so it is handled as both. Controlled shutdown (controlled_shutdown.py) and the preferred-
 # leader elections (preferred.py: ElectLeaders, /admin/preferred_replica_election, the
 # automatic rebalance on the injected clock) run in the same queue, as do the leaders'
-# /isr_change_notification announcements (their states re-read, the notifications deleted).
+# /isr_change_notification announcements (their states re-read, the notifications deleted)
+# and partition reassignments (reassignment.py), which those announcements complete.
 from __future__ import annotations
 
 import asyncio

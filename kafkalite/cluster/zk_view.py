@@ -14,7 +14,9 @@
 # one task applies that session's watch events in order on the event loop; kazoo's thread
 # only queues them. ZooKeeper watches fire once: every read re-arms its watch, and a new
 # session (after a loss) re-reads everything. A topic with a replica on this broker gets its
-# local log before the view shows the topic, so a leader can always append.
+# local log before the view shows the topic, so a leader can always append; a reassignment
+# that changes a partition's replicas is told to the listeners (same state, new replicas),
+# and one that leaves this broker no replica of a topic deletes its local log.
 from __future__ import annotations
 
 import asyncio

@@ -64,3 +64,10 @@ def test_phase_writes_bump_the_epoch_and_move_a_leader_outside_the_target():
     dead = leader_transition(State(2, 4, (1, 2, 3), 7), (2, 3), {1, 3}, 8)
     assert dead.leader == 3 and dead.leader_epoch == 5
     assert leader_transition(State(1, 4, (1,), 7), (2, 3), {1, 2, 3}, 8) is None
+
+
+def test_the_legacy_reassign_partitions_znode_round_trips_in_kafkas_shape():
+    data = zkdata.encode_reassign_partitions({("t", 0): [2, 3], ("u", 4): [1]})
+    assert data == (b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,3]},'
+                    b'{"topic":"u","partition":4,"replicas":[1]}]}')
+    assert zkdata.decode_reassign_partitions(data) == {("t", 0): (2, 3), ("u", 4): (1,)}
