@@ -82,16 +82,10 @@ async def znode_reassignment(ctrl: "Controller", created: bool = True) -> None:
     if not created:
         await ctrl.zk.exists(zkdata.REASSIGN_PARTITIONS, watch=True)
         return
-    try:
-        data, _ = await ctrl.zk.get(zkdata.REASSIGN_PARTITIONS, watch=True)
-    except NoNode:
-        await ctrl.zk.exists(zkdata.REASSIGN_PARTITIONS, watch=True)
+    targets = await ctrl.read_admin_znode(zkdata.REASSIGN_PARTITIONS,
+                                          zkdata.decode_reassign_partitions, {})
+    if targets is None:
         return
-    try:
-        targets = zkdata.decode_reassign_partitions(data)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        log.warning("controller: ignoring %s: %r", zkdata.REASSIGN_PARTITIONS, e)
-        targets = {}
     results = await alter(ctrl, dict(targets), from_znode=True)
     log.info("controller: reassignments from %s: %s", zkdata.REASSIGN_PARTITIONS,
              {f"{t}-{p}": ErrorCode(c).name for (t, p), (c, _) in results.items()})

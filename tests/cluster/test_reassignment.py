@@ -164,18 +164,25 @@ def log_bytes(proc, topic: str = TOPIC) -> bytes | None:
                     if f.endswith(".log"))
 
 
-def test_reassignment_moves_the_replicas_and_the_leader_under_load(brokers, zk):
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3)))
+def cluster_with_topic(brokers, zk, replicas=(1, 2), **settings):
+    """Brokers 1, 2, 3 and TOPIC on `replicas` (None: the two that are not the controller),
+    settled: ({id: BrokerProcess}, a kazoo session, the controller, TOPIC's first state)."""
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **settings)))
     z = zk()
     registered(z, {1, 2, 3})
     cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
+    replicas = list(replicas or (i for i in sorted(procs) if i != cid))
+    assert create_on(procs[cid].bootstrap, replicas).error_code == 0
+    return procs, z, cid, settled(z, replicas)[3]
+
+
+def test_reassignment_moves_the_replicas_and_the_leader_under_load(brokers, zk):
+    procs, z, cid, first = cluster_with_topic(brokers, zk)
     ctl = procs[cid].bootstrap
-    assert create_on(ctl, [1, 2]).error_code == 0
-    first = settled(z, [1, 2])[3]
     assert first.leader == 1
     with Load(procs[2].bootstrap) as load:
         eventually(lambda: len(load.acked), lambda n: n > 2000, timeout=WAIT_S)
-        assert alter(ctl, {(TOPIC, 0): [2, 3]}) == (0, None, [(TOPIC, 0, 0, None)])
+        assert alter(ctl, {(TOPIC, 0): [2, 3]}) == (0, "", [(TOPIC, 0, 0, None)])
         _, _, _, state = settled(z, [2, 3])
         at_move = len(load.acked)
         eventually(lambda: len(load.acked), lambda n: n > at_move + 1000, timeout=WAIT_S)
@@ -198,13 +205,8 @@ def test_reassignment_moves_the_replicas_and_the_leader_under_load(brokers, zk):
 
 
 def test_an_unfinished_reassignment_is_listed_and_cancelled(brokers, zk):
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3)))
-    z = zk()
-    registered(z, {1, 2, 3})
-    cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
+    procs, z, cid, _ = cluster_with_topic(brokers, zk)
     ctl = procs[cid].bootstrap
-    assert create_on(ctl, [1, 2]).error_code == 0
-    settled(z, [1, 2])
     other = procs[next(i for i in procs if i != cid)].bootstrap
     errors = error_cases(ctl, other)
     assert dict(errors)["not the controller"][0] == ErrorCode.not_controller
@@ -238,13 +240,9 @@ def test_the_legacy_znode_starts_reassignments_and_a_new_controller_completes_th
     """/admin/reassign_partitions (before KIP-455) moves the partition and is deleted once
     done; a reassignment whose new replica is stopped is completed by the next controller
     (the old one, also the leader, shut down meanwhile) when that replica catches up."""
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **{"zookeeper.session.timeout.ms": "6000"})))
-    z = zk()
-    registered(z, {1, 2, 3})
-    cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
+    procs, z, cid, _ = cluster_with_topic(brokers, zk, None,
+                                          **{"zookeeper.session.timeout.ms": "6000"})
     a, b = (i for i in sorted(procs) if i != cid)
-    assert create_on(procs[cid].bootstrap, [a, b]).error_code == 0
-    settled(z, [a, b])
     z.client.create(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassign_partitions(
         {(TOPIC, 0): [cid, a], ("nope", 0): [1, 2]}))
     settled(z, [cid, a])

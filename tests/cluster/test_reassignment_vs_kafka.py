@@ -6,6 +6,7 @@
 # the topic and state znodes, and which brokers keep a local log must be the same.
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -124,12 +125,9 @@ def scenario(procs: dict, z: Zk) -> list:
 @pytest.fixture
 def kafka_cluster(zookeeper):
     # 3 starts first and becomes the controller
-    with zkh.kafka_on_zookeeper(zookeeper, (3, 1, 2), SETTINGS) as (connect, made):
-        z = Zk(connect)
-        try:
-            yield made, z
-        finally:
-            z.close()
+    with zkh.kafka_on_zookeeper(zookeeper, (3, 1, 2), SETTINGS) as (connect, made), \
+            contextlib.closing(Zk(connect)) as z:
+        yield made, z
 
 
 def test_reassignment_as_kafka(brokers, zk, kafka_cluster):
