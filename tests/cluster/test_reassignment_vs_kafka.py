@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -143,3 +144,39 @@ def test_reassignment_as_kafka(brokers, zk, kafka_cluster):
     diffs = [(e, g) for e, g in zip(expected, got) if e != g]
     assert not diffs, "\n".join(f"Kafka:     {e!r}\nkafkalite: {g!r}" for e, g in diffs)
     assert len(got) == len(expected)
+
+
+def move_time(procs: dict, z: Zk, megabytes: int) -> tuple[float, int]:
+    """Seconds from AlterPartitionReassignments to the move's completion in the topic znode,
+    for a partition holding `megabytes` MB (1 KB records), and the bytes broker 3 then has."""
+    from confluent_kafka import Producer
+    cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
+    assert create_on(procs[cid].bootstrap, [1, 2]).error_code == 0
+    settled(z, [1, 2])
+    p = Producer({"bootstrap.servers": procs[1].bootstrap, "acks": "all", "linger.ms": 20})
+    for i in range(megabytes * 1024):
+        while True:
+            try:
+                p.produce(TOPIC, value=b"x" * 1024, partition=0)
+                break
+            except BufferError:
+                p.poll(0.1)
+    assert p.flush(120) == 0
+    start = time.monotonic()
+    assert alter(procs[cid].bootstrap, {(TOPIC, 0): [2, 3]})[2] == [(TOPIC, 0, 0, None)]
+    eventually(lambda: raw_topic_znode(z), lambda r: r["partitions"] == {"0": [2, 3]} and
+               not r["adding_replicas"], timeout=300, interval=0.05)
+    return time.monotonic() - start, len(local_log(procs[3]) or b"")
+
+
+@pytest.mark.skipif(not os.environ.get("KAFKALITE_LONG"), reason="a measurement: KAFKALITE_LONG=1")
+def test_move_time_against_kafka(brokers, zk, kafka_cluster):
+    """Prints how long moving a 100 MB partition takes on each (no assertion on timing)."""
+    kafka_procs, kafka_z = kafka_cluster
+    kafka_s, kafka_bytes = move_time(kafka_procs, kafka_z, 100)
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
+    z = zk()
+    registered(z, {1, 2, 3})
+    ours_s, ours_bytes = move_time(procs, z, 100)
+    print(f"\nmove of 100 MB [1,2] -> [2,3]: Kafka 3.8 {kafka_s:.2f} s ({kafka_bytes} B on 3), "
+          f"kafkalite {ours_s:.2f} s ({ours_bytes} B on 3)")
