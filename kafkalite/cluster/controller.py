@@ -22,7 +22,8 @@
 # so it is handled as both. Controlled shutdown (controlled_shutdown.py) and the preferred-
 # leader elections (preferred.py: ElectLeaders, /admin/preferred_replica_election, the
 # automatic rebalance on the injected clock) run in the same queue, as do the leaders'
-# /isr_change_notification announcements (their states re-read, the notifications deleted).
+# /isr_change_notification announcements (their states re-read, the notifications deleted)
+# and partition reassignments (reassignment.py), which those announcements complete.
 from __future__ import annotations
 
 import asyncio
@@ -31,7 +32,7 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..clock import Clock, SystemClock
 from ..wire.errors import ErrorCode, KafkaError
-from . import preferred, zkdata
+from . import preferred, reassignment, zkdata
 from .admin_zk import delete_topic_znodes
 from .decisions import initial_state, offline_election, remove_replica  # noqa: F401 (API)
 from .fenced_writes import UPDATE_ATTEMPTS, FencedWrites, PartitionKey  # noqa: F401
@@ -146,6 +147,8 @@ class Controller(FencedWrites):
                 self._work.put_nowait(("preferred",))
             elif event.path == zkdata.ISR_CHANGE_NOTIFICATION:
                 self._work.put_nowait(("isr_changes",))
+            elif event.path == zkdata.REASSIGN_PARTITIONS:
+                self._work.put_nowait(("reassign", event.type == "CREATED"))
             elif event.path.startswith(zkdata.TOPICS + "/") and event.path.count("/") == 3:
                 self._work.put_nowait(("topic", event.path.rsplit("/", 1)[1]))
 
@@ -191,6 +194,8 @@ class Controller(FencedWrites):
             await preferred.znode_election(self)
         elif kind == "isr_changes":
             await self.isr_changes()
+        elif kind == "reassign":
+            await reassignment.znode_reassignment(self, item[1])
         elif kind == "rebalance":
             self._schedule_rebalance(self.imbalance_interval_ms)
             await preferred.auto_rebalance(self, self.imbalance_percentage)
@@ -261,6 +266,7 @@ class Controller(FencedWrites):
         await self._bring_online(list(self.states) + self._uninitialized())
         await self.delete_marked_topics()
         await self.isr_changes()
+        await reassignment.resume(self)  # the topic znodes', then /admin/reassign_partitions
         await preferred.znode_election(self)
         self._schedule_rebalance(preferred.FIRST_CHECK_DELAY_MS)
 
@@ -354,7 +360,8 @@ class Controller(FencedWrites):
     async def isr_changes(self) -> None:
         """Leaders announce the ISR changes they wrote under /isr_change_notification (Kafka's
         IsrChangeNotification): re-read those partitions' states, then delete the
-        notifications (watch re-armed), so they never pile up."""
+        notifications (watch re-armed), so they never pile up; then complete the
+        reassignments whose targets are all in sync."""
         for name in sorted(await self.zk.children(zkdata.ISR_CHANGE_NOTIFICATION, watch=True)):
             path = f"{zkdata.ISR_CHANGE_NOTIFICATION}/{name}"
             try:
@@ -371,6 +378,7 @@ class Controller(FencedWrites):
                 await self.zk.delete(path)
             except NoNode:
                 pass
+        await reassignment.check_completions(self)  # new ISRs may complete reassignments
 
     async def _brokers_changed(self) -> None:
         live = set(self.live_source.live_brokers())

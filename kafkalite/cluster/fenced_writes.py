@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import Callable, TypeVar
 
 from . import zkdata
 from .decisions import initial_state
@@ -15,6 +15,7 @@ from .zk import BadVersion, Create, Delete, NodeExists, NoNode, SetData, ZkClien
 log = logging.getLogger("kafkalite.controller")
 UPDATE_ATTEMPTS = 5  # conditional state writes that lost to a leader's ISR change: retries
 PartitionKey = tuple[str, int]
+T = TypeVar("T")
 
 
 class FencedWrites:
@@ -82,3 +83,18 @@ class FencedWrites:
             except (BadVersion, NoNode):
                 await self.read_state(key)
         log.warning("controller: %s-%d kept changing under %d attempts", *key, UPDATE_ATTEMPTS)
+
+    async def read_admin_znode(self, path: str, decode: Callable[[bytes], T],
+                               malformed: T) -> T | None:
+        """An admin request znode decoded (None when absent; `malformed`, logged, when it
+        cannot be read), its watch armed either way (on its creation when absent)."""
+        try:
+            data, _ = await self.zk.get(path, watch=True)
+        except NoNode:
+            await self.zk.exists(path, watch=True)
+            return None
+        try:
+            return decode(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            log.warning("controller: ignoring %s: %r", path, e)
+            return malformed

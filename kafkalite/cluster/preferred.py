@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Iterable
 from ..wire.errors import ErrorCode
 from . import zkdata
 from .decisions import offline_election, preferred_transition, rebalance_candidates
-from .zk import NoNode
 
 if TYPE_CHECKING:
     from .controller import Controller, PartitionKey
@@ -93,16 +92,10 @@ async def elect_leaders(ctrl: "Controller", keys: Iterable["PartitionKey"] | Non
 async def znode_election(ctrl: "Controller") -> None:
     """/admin/preferred_replica_election: elect the partitions it lists, then delete it
     (re-arming the watch on its creation)."""
-    try:
-        data, _ = await ctrl.zk.get(zkdata.PREFERRED_REPLICA_ELECTION, watch=True)
-    except NoNode:
-        await ctrl.zk.exists(zkdata.PREFERRED_REPLICA_ELECTION, watch=True)
+    keys = await ctrl.read_admin_znode(zkdata.PREFERRED_REPLICA_ELECTION,
+                                       zkdata.decode_preferred_replica_election, set())
+    if keys is None:
         return
-    try:
-        keys = zkdata.decode_preferred_replica_election(data)
-    except (ValueError, KeyError, TypeError) as e:
-        log.warning("controller: ignoring %s: %r", zkdata.PREFERRED_REPLICA_ELECTION, e)
-        keys = set()
     results = await elect_leaders(ctrl, sorted(keys), PREFERRED, admin=False)
     log.info("controller: preferred replica election (znode): %s",
              {f"{t}-{p}": ErrorCode(c).name for (t, p), (c, _) in results.items()})

@@ -14,7 +14,9 @@
 # one task applies that session's watch events in order on the event loop; kazoo's thread
 # only queues them. ZooKeeper watches fire once: every read re-arms its watch, and a new
 # session (after a loss) re-reads everything. A topic with a replica on this broker gets its
-# local log before the view shows the topic, so a leader can always append.
+# local log before the view shows the topic, so a leader can always append; a reassignment
+# that changes a partition's replicas is told to the listeners (same state, new replicas),
+# and one that leaves this broker no replica of a topic deletes its local log.
 from __future__ import annotations
 
 import asyncio
@@ -27,6 +29,7 @@ from typing import Any, Callable, Sequence
 from ..security.listeners import Listener
 from ..wire.errors import ErrorCode
 from . import zkdata
+from .local_topics import drop_local_topic
 from .membership import ClusterError, RetryTimer
 from .view import NO_EPOCH, NO_NODE, BrokerNode, PartitionState
 from .zk import BadVersion, NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
@@ -204,7 +207,23 @@ class ZkClusterView:
         self._topics[name] = topic
         self._by_id[topic.topic_id] = topic
         for p, (state, version) in states.items():
+            before = old.assignment.partitions.get(p) if old is not None else None
+            if before is not None and before != assignment.partitions[p] and \
+                    state is not None and state == self._states.get((name, p)):
+                self._notify(name, p, state, state)  # same state, new replicas (reassigned)
             self._set_state(name, p, state, version)
+        if old is not None:
+            await self._drop_if_moved_away(old, topic)
+
+    async def _drop_if_moved_away(self, old: ClusterTopic, new: ClusterTopic) -> None:
+        """A reassignment took every replica of the topic off this broker: its local log
+        goes (Kafka's StopReplica delete=true; the listeners stopped following it above).
+        Gap: a broker keeping other partitions of the topic keeps the moved one's log."""
+        def here(t: ClusterTopic) -> bool:
+            return any(self.node_id in r for r in t.assignment.partitions.values())
+        if here(old) and not here(new):
+            log.info("No replica of %s left on this broker: deleting its local log", new.name)
+            await drop_local_topic(self._broker, new.name)
 
     async def _get_state(self, topic: str, partition: int
                          ) -> tuple[zkdata.PartitionState | None, int]:

@@ -30,6 +30,7 @@ CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"  # the pre-KIP-455 way to reassign
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
@@ -351,6 +352,17 @@ def encode_preferred_replica_election(partitions: Iterable[tuple[str, int]]) -> 
 
 def decode_preferred_replica_election(data: bytes) -> set[tuple[str, int]]:
     return _decode_partitions(data)
+
+
+def encode_reassign_partitions(targets: Mapping[tuple[str, int], Iterable[int]]) -> bytes:
+    """/admin/reassign_partitions (ReassignPartitionsZNode): target replicas by partition."""
+    return _json({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in targets.items()]})
+
+
+def decode_reassign_partitions(data: bytes) -> dict[tuple[str, int], tuple[int, ...]]:
+    return {(str(e["topic"]), int(e["partition"])): tuple(int(b) for b in e["replicas"])
+            for e in _parse(data).get("partitions") or ()}
 
 
 @dataclass(frozen=True)

@@ -231,26 +231,3 @@ def test_confluent_admin_client_finds_the_controller_from_a_non_controller_boots
     assert assignment(z, "ck") is None
     assert eventually(lambda: "ck" in admin.list_topics(timeout=10).topics,
                       lambda present: not present, timeout=WAIT_S) is False
-
-
-def test_reassignment_in_a_cluster_is_refused_with_a_reason(brokers, zk):
-    """Moving replicas is not built yet: AlterPartitionReassignments in a cluster is refused
-    whole (INVALID_REQUEST, a message naming the gap) and nothing in ZooKeeper changes,
-    instead of answering NONE while nothing moves. A deliberate gap (COMPATIBILITY.md)."""
-    from kafka.protocol.admin import AlterPartitionReassignmentsRequest
-    procs, z, cid = three_brokers(brokers, zk)
-    with open_socket(procs[cid].bootstrap) as s:
-        assert call(s, CreateTopicsRequest[4](topics=[(
-            "moving", 1, 2, [], [])], timeout_ms=15000,
-            validate_only=False)).topics[0].error_code == 0
-    before = assignment(z, "moving").partitions[0]
-    target = [b for b in procs if b not in before][:1] + list(before[:1])
-    R = AlterPartitionReassignmentsRequest[0]
-    T = R.ReassignableTopic
-    req = R(timeout_ms=15000, topics=[T(name="moving", partitions=[T.ReassignablePartition(
-        partition_index=0, replicas=target)])])
-    with open_socket(procs[cid].bootstrap) as s:
-        resp = call(s, req)
-    assert resp.error_code == ErrorCode.invalid_request
-    assert "not supported by a kafkalite cluster" in resp.error_message
-    assert assignment(z, "moving").partitions[0] == before

@@ -9,22 +9,27 @@
 # KIP-860) echoes allow_replication_factor_change; a valid set here never changes the
 # replication factor, so the flag never refuses anything. An empty topic list answers
 # error_message "" where any other answers null, as Kafka 3.8 does.
-# Gap: in a ZooKeeper cluster (zookeeper.connect) reassignment is not built: the request is
-# refused whole with INVALID_REQUEST and a message saying so, after authorization.
+# In a ZooKeeper cluster the controller moves the replicas (cluster/reassignment.py), as Kafka
+# 3.8's ZooKeeper-mode controller does: the answer comes once the new assignment is written
+# (RS, adding, removing in the topic znode), not when the move completes. A broker that is not
+# the controller answers NOT_CONTROLLER for the whole request (the client finds the
+# controller). Errors per partition: INVALID_REPLICA_ASSIGNMENT (empty, duplicates, negative
+# ids, new replicas on brokers not alive), UNKNOWN_TOPIC_OR_PARTITION, NO_REASSIGNMENT_IN_PROGRESS
+# (cancelling none), with Kafka's messages; the request's error_message is "" there.
 from __future__ import annotations
 
+from ...cluster import zk_admin
+from ...cluster.reassignment import alter
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, response_module
 from ..registry import api
 from ...security.acl_check import cluster, not_authorized
 from ...security.acls import Operation
-from ..unsupported import log_refused_feature
 from .create_topics import validate_replicas
 
 DENIED = ErrorCode.cluster_authorization_failed  # no ACL for this on the cluster
-CLUSTER_REFUSAL = ("Partition reassignment is not supported by a kafkalite cluster yet "
-                   "(see COMPATIBILITY.md)")
+NOT_CONTROLLER = "This is not the correct controller for this cluster."
 
 
 def _check(broker, topic: str, partition: int, replicas) -> None:
@@ -46,15 +51,9 @@ async def handle(ctx, req):
     mod = response_module(45, v)
     out = []
     refusal = None if cluster(ctx, Operation.ALTER) else not_authorized(ctx)
-    if refusal is None and getattr(ctx.broker, "membership", None) is not None:
-        # a ZooKeeper cluster: replicas would really have to move, which is not built yet;
-        # refused whole rather than answered NONE with nothing moving
-        log_refused_feature("partition reassignment in a cluster", "AlterPartitionReassignments")
-        return make(response_class(45, v), throttle_time=ZERO,
-                    allow_replication_factor_change=getattr(
-                        req, "allow_replication_factor_change", True),
-                    error_code=ErrorCode.invalid_request, error_message=CLUSTER_REFUSAL,
-                    responses=())
+    controller = zk_admin.controller_of(ctx.broker)
+    if refusal is None and controller is not None:
+        return await _cluster(ctx, req, controller, mod)
     for t in req.topics:
         parts = []
         for p in t.partitions:
@@ -74,3 +73,28 @@ async def handle(ctx, req):
                 error_code=ErrorCode.none if refusal is None else DENIED,
                 error_message=refusal if refusal is not None else None if out else "",
                 responses=tuple(out))
+
+
+async def _cluster(ctx, req, controller, mod):
+    """The controller's answer (Kafka's ZooKeeper mode); NOT_CONTROLLER elsewhere."""
+    v = ctx.api_version
+    flag = getattr(req, "allow_replication_factor_change", True)
+    wanted = {(t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)
+              for t in req.topics for p in t.partitions}
+    try:
+        if not controller.active:
+            raise KafkaError(ErrorCode.not_controller, NOT_CONTROLLER)
+        results = await zk_admin.on_controller(ctx.broker, lambda: alter(controller, wanted))
+    except KafkaError as e:
+        return make(response_class(45, v), throttle_time=ZERO,
+                    allow_replication_factor_change=flag, error_code=e.code,
+                    error_message=e.message if e.code != ErrorCode.not_controller
+                    else NOT_CONTROLLER, responses=())
+    by_topic: dict[str, list] = {}
+    for (topic, i), (code, msg) in results.items():
+        by_topic.setdefault(topic, []).append(mod.ReassignablePartitionResponse(
+            partition_index=i, error_code=code, error_message=msg))
+    return make(response_class(45, v), throttle_time=ZERO,
+                allow_replication_factor_change=flag, error_code=ErrorCode.none,
+                error_message="", responses=tuple(mod.ReassignableTopicResponse(
+                    name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))

@@ -49,11 +49,10 @@ async def handle(ctx, req):
     b = ctx.broker
     mod = response_module(75, 0)
     cls = response_class(75, 0)
-    logs = b.logs
     cursor = req.cursor
     start_name = cursor.topic_name if cursor is not None else ""
     fetch_all = not req.topics
-    names = set(logs.topics) if fetch_all else {t.name for t in req.topics}
+    names = set(b.view.topic_names()) if fetch_all else {t.name for t in req.topics}
     names = {n for n in names if n >= start_name}
     problem = None
     if not fetch_all and cursor is not None and cursor.topic_name not in names:
@@ -74,7 +73,7 @@ async def handle(ctx, req):
         if remaining == 0:
             next_cursor = mod.Cursor(topic_name=name, partition_index=0)
             break
-        topic = logs.get(name)
+        topic = b.view.topic(name)  # the cluster's, with or without a replica here
         if topic is None:
             if not fetch_all:
                 try:
