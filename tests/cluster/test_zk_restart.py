@@ -66,8 +66,9 @@ class Producer:
         return len(self.acked)
 
 
-def setup(brokers, connect):
-    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
+def setup(procs: dict, connect: str):
+    """An RF=3 topic (min.insync.replicas=2) with its ISR complete on brokers `procs` (1-3):
+    (its first state, {broker: (broker epoch, session)})."""
     z = Zk(connect)
     try:
         registered(z, {1, 2, 3})
@@ -79,7 +80,7 @@ def setup(brokers, connect):
         before = {i: (e, owner) for i, (_, e, owner) in registered(z, {1, 2, 3}).items()}
     finally:
         z.close()  # it would block on the stopped server: a fresh one reads afterwards
-    return procs, first, before
+    return first, before
 
 
 def fetched(broker, offset: int) -> int:
@@ -90,8 +91,12 @@ def fetched(broker, offset: int) -> int:
     return part.high_watermark
 
 
-def restart_scenario(brokers, connect, server, down_s: float, shrink: bool):
-    procs, first, before = setup(brokers, connect)
+def restart_scenario(procs: dict, connect: str, server: ZooKeeperProcess, down_s: float,
+                     shrink: bool):
+    """Brokers 1-3 (kafkalite's or Kafka's) on `server` at `connect`: ZooKeeper stopped for
+    `down_s`, a follower stopped meanwhile when `shrink`. (controller, sessions before,
+    registrations after)."""
+    first, before = setup(procs, connect)
     leader = procs[first.leader]
     follower = next(i for i in first.isr if i != first.leader)
     all_p, one_p = Producer(leader.bootstrap, "all"), Producer(leader.bootstrap, "1")
@@ -140,12 +145,13 @@ def restart_scenario(brokers, connect, server, down_s: float, shrink: bool):
     got = consume_all(bootstrap(live), len(acked), timeout=WAIT_S)
     assert set(acked) <= set(got)  # no acknowledged record lost
     assert not all_p.failed and not one_p.failed
-    return procs, cid, before, after
+    return cid, before, after
 
 
 def test_zookeeper_down_shorter_than_the_session_timeout(brokers, connect, server):
-    _, _, before, after = restart_scenario(brokers, connect, server,
-                                           down_s=SESSION_MS / 2000, shrink=False)
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
+    _, before, after = restart_scenario(procs, connect, server, down_s=SESSION_MS / 2000,
+                                        shrink=False)
     assert {i: (e, o) for i, (_, e, o) in after.items()} == before  # the sessions survived
 
 
@@ -153,8 +159,8 @@ def test_zookeeper_down_longer_than_the_session_timeout(brokers, connect, server
     # ZooKeeper restores its sessions from its data directory with a fresh timeout, and the
     # brokers reconnect within a second (zk.RECONNECT_MAX_DELAY_S): as Kafka's do, they
     # usually keep their sessions; one that expired registered again (restart_scenario).
-    procs, _, _, _ = restart_scenario(brokers, connect, server,
-                                      down_s=3 * SESSION_MS / 1000, shrink=True)
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
+    restart_scenario(procs, connect, server, down_s=3 * SESSION_MS / 1000, shrink=True)
     # the leader wrote the shrink itself once ZooKeeper was back (its write had waited)
     assert sum("Shrinking ISR of replicated-0" in b.read_log() for b in procs.values()) == 1
 
