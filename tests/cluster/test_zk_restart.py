@@ -92,26 +92,26 @@ def fetched(broker, offset: int) -> int:
 
 
 def restart_scenario(procs: dict, connect: str, server: ZooKeeperProcess, down_s: float,
-                     shrink: bool):
+                     shrink: bool, wait_s: float = WAIT_S):
     """Brokers 1-3 (kafkalite's or Kafka's) on `server` at `connect`: ZooKeeper stopped for
     `down_s`, a follower stopped meanwhile when `shrink`. (controller, sessions before,
-    registrations after)."""
+    registrations after). Every wait is bounded by `wait_s`."""
     first, before = setup(procs, connect)
     leader = procs[first.leader]
     follower = next(i for i in first.isr if i != first.leader)
     all_p, one_p = Producer(leader.bootstrap, "all"), Producer(leader.bootstrap, "1")
     all_p.send([b"before-%d" % i for i in range(50)])
-    assert all_p.wait_acked(50, WAIT_S) == 50
+    assert all_p.wait_acked(50, wait_s) == 50
 
     server.stop()
     t0 = time.monotonic()
     # ZooKeeper is down: the leader serves produce at both acks settings, and fetch
     all_p.send([b"down-all-%d" % i for i in range(100)])
     one_p.send([b"down-one-%d" % i for i in range(100)])
-    assert all_p.wait_acked(150, WAIT_S) == 150, all_p.failed[:3]
-    assert one_p.wait_acked(100, WAIT_S) == 100, one_p.failed[:3]
+    assert all_p.wait_acked(150, wait_s) == 150, all_p.failed[:3]
+    assert one_p.wait_acked(100, wait_s) == 100, one_p.failed[:3]
     # the followers fetched it all: the HW moved without ZooKeeper
-    assert eventually(lambda: fetched(leader, 0), lambda hw: hw >= 250, timeout=WAIT_S) >= 250
+    assert eventually(lambda: fetched(leader, 0), lambda hw: hw >= 250, timeout=wait_s) >= 250
     if shrink:  # a follower stops: the leader's ISR shrink cannot reach ZooKeeper
         stop(procs[follower])
         all_p.send([b"shrink-%d" % i for i in range(20)])
@@ -122,27 +122,27 @@ def restart_scenario(procs: dict, connect: str, server: ZooKeeperProcess, down_s
     try:
         if shrink:  # written once ZooKeeper is back (by the leader, or the controller
             # once the stopped follower's session has expired), then acks=all completes
-            eventually(lambda: state(z), lambda s: follower not in s.isr, timeout=WAIT_S)
-            assert all_p.wait_acked(170, WAIT_S) == 170, all_p.failed[:3]
+            eventually(lambda: state(z), lambda s: follower not in s.isr, timeout=wait_s)
+            assert all_p.wait_acked(170, wait_s) == 170, all_p.failed[:3]
             resume(procs[follower])
-            eventually(lambda: state(z), lambda s: follower in s.isr, timeout=WAIT_S)
-        after = registered(z, {1, 2, 3})
+            eventually(lambda: state(z), lambda s: follower in s.isr, timeout=wait_s)
+        after = eventually(z.brokers, lambda seen: set(seen) == {1, 2, 3}, timeout=wait_s)
         for i, (_, epoch, owner) in after.items():  # the same session, or a new epoch
             assert (epoch, owner) == before[i] or (epoch > before[i][0] and
                                                    owner != before[i][1]), (i, before, after)
-        cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
-        now = eventually(lambda: state(z), lambda s: set(s.isr) == {1, 2, 3}, timeout=WAIT_S)
+        cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=wait_s)
+        now = eventually(lambda: state(z), lambda s: set(s.isr) == {1, 2, 3}, timeout=wait_s)
 
         # the controller works again: the leader's SIGKILL moves leadership in the ISR
         procs[now.leader].kill()
         new = eventually(lambda: state(z), lambda s: s.leader not in (now.leader, -1),
-                         timeout=WAIT_S)
+                         timeout=wait_s)
         assert new.leader_epoch > now.leader_epoch and new.leader in now.isr
     finally:
         z.close()
     live = {k: b for k, b in procs.items() if k != now.leader}
     acked = all_p.acked + one_p.acked
-    got = consume_all(bootstrap(live), len(acked), timeout=WAIT_S)
+    got = consume_all(bootstrap(live), len(acked), timeout=wait_s)
     assert set(acked) <= set(got)  # no acknowledged record lost
     assert not all_p.failed and not one_p.failed
     return cid, before, after
