@@ -16,6 +16,7 @@ import pytest
 from kafka.protocol.admin import CreateTopicsRequest
 
 from kafkalite.cluster import zkdata
+from kafkalite.wire.errors import ErrorCode
 from tests.cluster.test_membership import (WAIT_S, brokers, connect, registered,  # noqa: F401
                                            zk)
 from tests.cluster.test_replication import TOPIC, bootstrap, consume_all, state
@@ -30,7 +31,15 @@ SETTINGS = {"replica.lag.time.max.ms": "2000", "replica.fetch.wait.max.ms": "200
 
 
 def create_assigned(servers: str, replicas: list[int]) -> None:
-    """TOPIC with one partition on `replicas` (the first is its preferred leader)."""
+    """TOPIC with one partition on `replicas` (the first is its preferred leader); retried
+    (bounded) while the broker asked has not seen all of them register yet."""
+    row = eventually(lambda: create_once(servers, replicas),
+                     lambda r: r.error_code != ErrorCode.invalid_replica_assignment,
+                     timeout=WAIT_S)
+    assert row.error_code == 0, row
+
+
+def create_once(servers: str, replicas: list[int]):
     T = CreateTopicsRequest[7].CreatableTopic
     req = CreateTopicsRequest[7](topics=[T(
         name=TOPIC, num_partitions=-1, replication_factor=-1,
@@ -39,7 +48,7 @@ def create_assigned(servers: str, replicas: list[int]) -> None:
         timeout_ms=15000, validate_only=False)
     with open_socket(servers) as s:
         (row,) = call(s, req).topics
-    assert row.error_code == 0, row
+    return row
 
 
 class BackgroundProducer:
