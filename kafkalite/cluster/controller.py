@@ -137,6 +137,8 @@ class Controller(FencedWrites):
                     self._work.put_nowait(("resign",))
                 elif event.state == "CONNECTED":
                     self._work.put_nowait(("elect",))
+            elif event.path is None:  # kazoo drops every watch when the connection goes:
+                continue  # the CONNECTED that follows re-arms them (elect re-reads it all)
             elif event.path == zkdata.CONTROLLER:
                 self._work.put_nowait(("controller_changed",))
             elif event.path == zkdata.TOPICS:

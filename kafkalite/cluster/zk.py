@@ -21,6 +21,9 @@ from typing import Any, Callable, Sequence
 from . import zkdata
 
 
+RECONNECT_MAX_DELAY_S = 1.0  # the longest wait between two connection attempts
+
+
 class ZkError(Exception):
     """A ZooKeeper operation failed; `index` is the failing op's position in a multi."""
     index: int | None = None
@@ -157,7 +160,13 @@ class ZkClient:
         except ImportError as e:  # pragma: no cover - depends on the installation
             raise RuntimeError("zookeeper.connect needs kazoo: "
                                "pip install 'kafkalite[zookeeper]'") from e
-        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0)
+        # kazoo's default reconnection backoff doubles up to an hour: after ZooKeeper has been
+        # down a while the broker would come back long after the server, its session expired
+        # meanwhile. ZooKeeper's own client (Kafka's) retries within a second.
+        retry = {"max_tries": -1, "delay": 0.1, "backoff": 2,
+                 "max_delay": min(RECONNECT_MAX_DELAY_S, self.session_timeout_ms / 3000.0)}
+        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0,
+                           connection_retry=retry)
 
     def _start_blocking(self, client: Any) -> None:
         try:

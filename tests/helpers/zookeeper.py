@@ -224,3 +224,49 @@ def kafka_on_zookeeper(zookeeper: str, ids: Sequence[int],
             if b.proc is not None:
                 b.proc.send_signal(signal.SIGCONT)  # a test may have left it stopped
             b.cleanup()
+
+
+# --- expiring a client's session from outside --------------------------------------------
+# ZooKeeper derives a session's password from its id (ZooKeeperServer.generatePasswd:
+# java.util.Random seeded with the id xor a fixed "superSecret", 16 bytes of nextBytes), and
+# the session id of a broker is the ephemeralOwner of its /brokers/ids/<id>. A second client
+# that attaches to that session and closes it ends it, as an expiry would: its ephemeral
+# znodes go at once and its owner is told SESSION_EXPIRED when it reconnects (the classic
+# test trick; Curator's KillSession and Kafka's tests do it with the password in hand).
+
+_JAVA_RANDOM_MULTIPLIER = 0x5DEECE66D
+_JAVA_RANDOM_MASK = (1 << 48) - 1
+_ZOOKEEPER_SUPER_SECRET = 0xB3415C00
+
+
+def _java_random_bytes(seed: int, n: int) -> bytes:
+    """java.util.Random(seed).nextBytes(new byte[n])."""
+    seed = (seed ^ _JAVA_RANDOM_MULTIPLIER) & _JAVA_RANDOM_MASK
+    out = bytearray()
+    while len(out) < n:
+        seed = (seed * _JAVA_RANDOM_MULTIPLIER + 0xB) & _JAVA_RANDOM_MASK
+        word = seed >> 16  # next(32)
+        for _ in range(min(n - len(out), 4)):
+            out.append(word & 0xFF)
+            word >>= 8
+    return bytes(out)
+
+
+def session_password(session_id: int) -> bytes:
+    """The password ZooKeeper gave session `session_id`."""
+    return _java_random_bytes(session_id ^ _ZOOKEEPER_SUPER_SECRET, 16)
+
+
+def expire_session(connect: str, session_id: int, timeout_s: float = 10.0) -> None:
+    """End session `session_id` on the server at `connect` (host:port, chroot allowed) from
+    outside: attach to it with its password, then close it."""
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=connect, timeout=timeout_s,
+                         client_id=(session_id, session_password(session_id)))
+    client.start(timeout=timeout_s)
+    try:
+        if client.client_id[0] != session_id:  # the server gave a new one: it was gone
+            raise RuntimeError(f"session {session_id:#x} is not alive")
+    finally:
+        client.stop()
+        client.close()
