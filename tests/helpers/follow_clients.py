@@ -16,6 +16,7 @@ import logging
 import multiprocessing
 import os
 import subprocess
+import time
 from typing import Any
 
 from .real_kafka import anchor_dir
@@ -64,19 +65,36 @@ async def _produce_aiokafka(servers: str, topic: str, out: Any, stop: Any) -> in
     return n
 
 
+def offset_of(text: str) -> int:
+    """A delivery report's offset; -1 when the client acknowledged the record without one:
+    librdkafka's idempotent producer does so for a record whose request it had given up on
+    (a disconnection, a timeout) once a later batch of the partition is acknowledged, which
+    proves it persisted (its offset is then unknown; Kafka's Java client reports -1 for
+    DUPLICATE_SEQUENCE_NUMBER alike)."""
+    return -1 if text == "None" else int(text)
+
+
+def confluent_report(out: Any, wall: bool = False) -> Any:
+    """A confluent-kafka delivery callback writing 'ok N PARTITION OFFSET [WALL]' or
+    'err N CODE' to `out`."""
+    def report(err: Any, msg: Any) -> None:
+        n = int(msg.value())
+        if err is not None:
+            out.write(f"err {n} {err.code()}\n")
+        else:
+            out.write(f"ok {n} {msg.partition()} {msg.offset()}"
+                      + (f" {time.time():.3f}\n" if wall else "\n"))
+    return report
+
+
 def _produce_confluent(servers: str, topic: str, out: Any, stop: Any) -> int:
     import confluent_kafka as ck
     p = ck.Producer({"bootstrap.servers": servers, "acks": "all", "enable.idempotence": True,
                      "linger.ms": 5, "message.timeout.ms": 60000, "log_level": 2})
 
-    def report(err, msg) -> None:
-        if err is None:
-            out.write(f"ok {int(msg.value())} {msg.partition()} {msg.offset()}\n")
-        else:
-            out.write(f"err {int(msg.value())} {err.code()}\n")
     n = 0
     while not stop.is_set():
-        p.produce(topic, value=b"%d" % n, on_delivery=report)
+        p.produce(topic, value=b"%d" % n, on_delivery=confluent_report(out))
         n += 1
         p.poll(1 / RATE)
     p.flush(60)
@@ -101,6 +119,16 @@ def produce_child(client: str, servers: str, topic: str, path: str, stop: Any) -
     out.close()
 
 
+def committed(out: Any, done: dict, error: Exception | None) -> None:
+    """Report a commit of `done` ({TopicPartition: next offset}) and forget it: failed, it
+    means re-reads, never a lost commit."""
+    if error is not None:
+        out.write(f"commitfail {type(error).__name__}\n")
+    else:
+        out.writelines(f"commit {tp.partition} {o}\n" for tp, o in done.items())
+    done.clear()
+
+
 def _consume_kafka_python(servers, topic, group, out, stop) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
     from kafka.structs import OffsetAndMetadata
@@ -112,14 +140,11 @@ def _consume_kafka_python(servers, topic, group, out, stop) -> None:
     def commit() -> None:
         if not done:
             return
-        offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in done.items()}
         try:
-            c.commit(offsets)
+            c.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in done.items()})
         except Exception as e:  # CommitFailedError, a coordinator error: re-read, not lost
-            out.write(f"commitfail {type(e).__name__}\n")
-        else:
-            out.writelines(f"commit {tp.partition} {o}\n" for tp, o in done.items())
-        done.clear()
+            return committed(out, done, e)
+        committed(out, done, None)
 
     class Revoked(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
@@ -152,10 +177,8 @@ async def _consume_aiokafka(servers, topic, group, out, stop) -> None:
         try:
             await c.commit(dict(done))
         except Exception as e:  # CommitFailedError, a coordinator error: re-read, not lost
-            out.write(f"commitfail {type(e).__name__}\n")
-        else:
-            out.writelines(f"commit {tp.partition} {o}\n" for tp, o in done.items())
-        done.clear()
+            return committed(out, done, e)
+        committed(out, done, None)
 
     class Revoked(ConsumerRebalanceListener):
         async def on_partitions_revoked(self, revoked):
@@ -195,7 +218,7 @@ def consume_child(client: str, servers: str, topic: str, group: str, path: str,
 def java_lines(raw: str) -> list[str]:
     """The verifiable tools' JSON events as report lines."""
     lines = []
-    for text in raw.splitlines():
+    for text in raw.split("\n")[:-1]:  # the last is being written
         if not text.startswith("{"):
             continue
         e = json.loads(text)
@@ -252,9 +275,9 @@ class ClientRun:
                    "KAFKA_JMX_OPTS": "-Dkafka.jmx.remote=off",
                    "LOG_DIR": os.path.dirname(self.path)}
             env.pop("JMX_PORT", None)
-            with open(self.path, "ab") as out:
-                self.proc = subprocess.Popen(self.command, stdout=out,
-                                             stderr=subprocess.STDOUT,
+            # its log lines go to stderr's file: never in the middle of an event line
+            with open(self.path, "ab") as out, open(self.path + ".err", "ab") as err:
+                self.proc = subprocess.Popen(self.command, stdout=out, stderr=err,
                                              stdin=subprocess.DEVNULL, env=env)
         else:
             self.proc.start()
@@ -285,12 +308,15 @@ class ClientRun:
         return java_lines(raw) if self.client == "java" else raw.splitlines()
 
     def tail(self, chars: int = 2000) -> str:
-        """The end of its raw output (the Java tools' log lines too), for failure messages."""
-        try:
-            with open(self.path) as f:
-                return f.read()[-chars:]
-        except FileNotFoundError:
-            return ""
+        """The end of its raw output (the Java tools' stderr too), for failure messages."""
+        out = ""
+        for path in (self.path, self.path + ".err"):
+            try:
+                with open(path) as f:
+                    out += f.read()[-chars:]
+            except FileNotFoundError:
+                pass
+        return out
 
     def count(self, kind: str) -> int:
         return sum(1 for line in self.lines() if line.startswith(kind + " "))

@@ -23,6 +23,7 @@ from kafkalite.wire.errors import ErrorCode
 from tests.cluster.coordinator_helpers import OFFSETS, found, leader_of, offset_fetch
 from tests.cluster.test_membership import WAIT_S, brokers, connect, registered, zk  # noqa: F401
 from tests.cluster.test_zk_admin_apis import controller_id, create, states
+from tests.helpers.follow_clients import confluent_report, offset_of
 from tests.helpers.group_consumer import (consume_loop, consumed_count, group_read,
                                           read_group_reports)
 from tests.helpers.kbatch import batch_headers, fetch_raw
@@ -51,13 +52,7 @@ def produce_loop(servers: str, out_path: str, stop) -> None:
     p = ck.Producer({"bootstrap.servers": servers, "acks": "all", "enable.idempotence": True,
                      "linger.ms": 5, "message.timeout.ms": MSG_TIMEOUT_MS, "log_level": 2,
                      "error_cb": lambda e: out.write(f"client {e.code()} {e.fatal()} {e}\n")})
-
-    def report(err, msg) -> None:
-        n = int(msg.value())
-        if err is None:
-            out.write(f"ok {n} {msg.partition()} {msg.offset()} {time.time():.3f}\n")
-        else:
-            out.write(f"err {n} {err.code()}\n")
+    report = confluent_report(out, wall=True)
     n = 0
     while not stop.is_set():
         try:
@@ -78,7 +73,7 @@ def read_reports(path: str):
         for line in f:
             parts = line.split()
             if parts[0] == "ok":
-                acked[int(parts[1])] = (int(parts[2]), int(parts[3]), float(parts[4]))
+                acked[int(parts[1])] = (int(parts[2]), offset_of(parts[3]), float(parts[4]))
             elif parts[0] == "err":
                 failed.append(int(parts[1]))
             elif parts[0] == "client":
@@ -268,7 +263,9 @@ def run_cycles(procs, z, tmp_path, cycles: int, log_root=lambda b: b.data_dir) -
             if n in seen:
                 duplicated.append((n, seen[n], (p, off)))
             seen[n] = (p, off)
-    lost = [n for n, (p, off, _w) in acked.items() if seen.get(n) != (p, off)]
+    lost = [n for n, (p, off, _w) in acked.items()
+            if seen.get(n) != (p, off) and (off >= 0 or seen.get(n, (-1,))[0] != p)]
+    unknown = sum(1 for p, off, _w in acked.values() if off < 0)
     # the group: what its members committed successfully is still committed, wherever the
     # coordinator now is; a new member starts exactly there; members plus the new one read
     # every acknowledged record
@@ -284,7 +281,8 @@ def run_cycles(procs, z, tmp_path, cycles: int, log_root=lambda b: b.data_dir) -
     unread = [n for n in acked if n not in consumed]
     print(f"cluster failover: {cycles} cycles ({coordinator_kills} of the group's coordinator) "
           f"in {elapsed:.0f} s, {len(acked)} acknowledged, {len(failed)} failed deliveries, "
-          f"{len(lost)} lost, {len(duplicated)} duplicated, HW {hws}, client errors "
+          f"{unknown} without an offset, {len(lost)} lost, {len(duplicated)} duplicated, "
+          f"HW {hws}, client errors "
           f"{len(client)}; group: {total} consumed, commits {committed} (fetched {fetched}, "
           f"coordinator {now}), {refused} commits refused, restart read "
           f"{sum(len(r) for r in rest.values())}; seed {seed}")
