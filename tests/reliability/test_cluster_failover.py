@@ -1,10 +1,15 @@
 # Failover reliability of a 3-broker kafkalite cluster on ZooKeeper (issue 17, "How it is
 # proven"): an idempotent confluent-kafka producer (acks=all) in a child process writes
 # numbered records to an RF=3, min.insync.replicas=2 topic of 3 partitions while the test
-# SIGKILLs a broker (most of the time the leader of some partition), waits for the
-# controller's election, restarts it, waits for the ISR to be whole again, and repeats.
-# At the end every acknowledged record is read back once, at the offset its delivery report
-# gave, in per-partition order, and every replica holds the same batches up to the HW.
+# SIGKILLs a broker (most of the time the leader of some partition, every third cycle the
+# group's coordinator), waits for the controller's election, restarts it, waits for the ISR
+# to be whole again, and repeats. Meanwhile a consumer group of two confluent-kafka members
+# (tests/helpers/group_consumer.py, manual commits) reads the topic; __consumer_offsets has
+# RF=3. At the end every acknowledged record is read back once, at the offset its delivery
+# report gave, in per-partition order, and every replica holds the same batches up to the HW;
+# the group consumed every acknowledged record, its commits survived the coordinator moves
+# (OffsetFetch is never below a commit a member saw acknowledged) and a fresh member starts
+# exactly at them. test_cluster_failover_kafka.py runs the same loop on Kafka 3.8.
 # Bounded (3 cycles) in the normal suite; the long run (50 cycles, seed printed, reusable):
 #   KAFKALITE_LONG=1 PYTHONPATH=$PWD .venv/bin/python -m pytest -p no:cacheprovider -q -s \
 #       tests/reliability/test_cluster_failover.py -m long   [KAFKALITE_SEED=N]
