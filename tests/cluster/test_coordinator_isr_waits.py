@@ -8,7 +8,8 @@
 # replicated. The followers are SIGSTOPped; running three Kafka brokers in ZooKeeper mode for
 # the comparison is not cheap, so Kafka's documented answers are asserted. Compared with
 # one Kafka 3.8 broker in ZooKeeper mode: the topic configs of __transaction_state
-# (min.insync.replicas from transaction.state.log.min.isr).
+# (min.insync.replicas from transaction.state.log.min.isr), and the default replication factor
+# of the internal topics (3, as Kafka's): a lone broker answers COORDINATOR_NOT_AVAILABLE.
 from __future__ import annotations
 
 import signal
@@ -19,8 +20,8 @@ from kafka.protocol.admin import CreateTopicsRequest
 
 from kafkalite.cluster import zkdata
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.coordinator_helpers import (SETTLING, TRANSACTION, TXN, cluster, find, found,
-                                               leader_of, lone_kafkalite)
+from tests.cluster.coordinator_helpers import (GROUP, OFFSETS, SETTLING, TRANSACTION, TXN,
+                                               cluster, find, found, leader_of, lone_kafkalite)
 from tests.cluster.test_coordinator_writes_replicated import isr, replicated_group
 from tests.cluster.test_membership import WAIT_S, Zk, brokers, connect, zk  # noqa: F401
 from tests.helpers import zookeeper as zkh
@@ -211,3 +212,33 @@ def test_transaction_state_min_isr_as_kafka(zookeeper):
         ours = txn_topic_configs(connect)
     assert ours == theirs
     assert theirs["min.insync.replicas"] == "1"
+
+
+def coordinators_of_a_lone_broker(connect: str, bootstrap: str) -> list:
+    z = Zk(connect)
+    try:
+        out: list = [find(bootstrap, key, kind) for key, kind in (
+            ("g", GROUP), ("t", TRANSACTION), ("g", GROUP), ("t", TRANSACTION))]
+        out.append([t for t in (OFFSETS, TXN)
+                    if z.client.exists(zkdata.topic_path(t)) is not None])
+    finally:
+        z.close()
+    return out
+
+
+def test_default_internal_replication_needs_three_brokers_as_kafka(zookeeper):
+    # Kafka's defaults: offsets.topic.replication.factor=3, transaction.state.log.
+    # replication.factor=3 and min.isr=2 (given to Kafka explicitly, as its test helper sets
+    # one replica; kafkalite gets nothing): a lone broker writes no internal topic and
+    # answers COORDINATOR_NOT_AVAILABLE
+    small = {"offsets.topic.num.partitions": "2", "transaction.state.log.num.partitions": "2"}
+    kafka_defaults = {"offsets.topic.replication.factor": "3",
+                      "transaction.state.log.replication.factor": "3",
+                      "transaction.state.log.min.isr": "2"}
+    with zkh.kafka_on_zookeeper(zookeeper, (1,), {**small, **kafka_defaults}) as (
+            connect, made):
+        theirs = coordinators_of_a_lone_broker(connect, made[1].bootstrap)
+    with lone_kafkalite(zookeeper, small) as (connect, bootstrap):
+        ours = coordinators_of_a_lone_broker(connect, bootstrap)
+    assert ours == theirs
+    assert theirs[0] == (ErrorCode.coordinator_not_available, -1) and theirs[-1] == []
