@@ -10,12 +10,18 @@
 # ended a transaction with data here adds the segment's `.txnindex` entry. The markers are
 # then made durable as a Produce with acks=all is (flush.messages, and
 # kafkalite.fsync.before.ack through broker.sync), and only after that are long polls woken
-# and the listeners told (TX-C's pending transactional offsets become visible at a COMMIT):
-# nothing is shown that a crash could take back. A partition that failed is reported, and the
-# coordinator writes its marker again later; a second marker is harmless, as in Kafka (it
-# finds no open transaction and changes nothing but the producer's timestamps).
+# (in a cluster: followers' fetches; consumers read below the high watermark). In a ZooKeeper
+# cluster a marker is also an acks=-1 append, as Kafka's: below min.insync.replicas nothing is
+# appended (NOT_ENOUGH_REPLICAS), else its answer waits for the high watermark to pass it
+# (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT after Kafka's
+# request.timeout.ms). Then the listeners are told (TX-C's pending transactional offsets
+# become visible at a COMMIT): nothing is shown that a crash or a failover could take back.
+# A partition that failed is reported, and the coordinator writes its marker again later; a
+# second marker is harmless, as in Kafka (it finds no open transaction and changes nothing
+# but the producer's timestamps).
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Iterable
@@ -29,6 +35,8 @@ from .handlers._storage import log_error_code
 
 log = logging.getLogger("kafkalite.transactions")
 
+REPLICATION_TIMEOUT_S = 30.0  # Kafka's request.timeout.ms, the marker append's timeout
+
 
 async def write_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                         commit: bool, partitions: Iterable[tuple[str, int]]
@@ -38,6 +46,8 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, coordinat
     now = int(time.time() * 1000)
     errors: dict[tuple[str, int], ErrorCode] = {}
     written = []
+    replication = broker.replication  # None on a single node
+    waits: dict = {}
     for topic, idx in partitions:
         p = broker.logs.partition(topic, idx)
         if p is None:
@@ -45,6 +55,10 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, coordinat
             continue
         if not broker.view.is_leader(topic, idx):  # a follower's replica (a cluster)
             errors[(topic, idx)] = ErrorCode.not_leader_or_follower
+            continue
+        code = replication.produce_error(topic, idx) if replication is not None else 0
+        if code:  # min.insync.replicas, before anything is appended
+            errors[(topic, idx)] = ErrorCode(code)
             continue
         try:
             _append_marker(broker, p, producer_id, producer_epoch, coordinator_epoch, commit,
@@ -57,6 +71,8 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, coordinat
             continue
         errors[(topic, idx)] = ErrorCode.none
         written.append(p)
+        if replication is not None:
+            waits[p] = replication.wait_acks(topic, idx, p.log_end_offset)
     try:
         for p in written:
             fut = p.take_ack_flush()
@@ -69,8 +85,11 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, coordinat
         for p in written:
             errors[(p.topic, p.partition)] = ErrorCode.kafka_storage_error
         return errors
-    for p in written:
+    for p in written:  # followers' fetches and the HW of a one-replica ISR move on
         broker.notifier.notify(p.topic, p.partition)
+    if waits:
+        written = await _replicated(waits, errors)
+    for p in written:
         for listener in list(broker.txn_marker_listeners):
             try:
                 listener(p.topic, p.partition, producer_id, commit)
@@ -78,6 +97,25 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, coordinat
                 log.exception("Transaction marker listener failed for %s-%d", p.topic,
                               p.partition)
     return errors
+
+
+async def _replicated(waits: dict, errors: dict) -> list:
+    """The partitions whose marker the ISR has (Kafka's DelayedProduce); the others get
+    the error their wait ended with in `errors`."""
+    futs = [f for f in waits.values() if f is not None]
+    if futs:
+        await asyncio.wait(futs, timeout=REPLICATION_TIMEOUT_S)
+    done = []
+    for p, fut in waits.items():
+        code = ErrorCode.not_leader_or_follower if fut is None else \
+            ErrorCode(fut.result()) if fut.done() else ErrorCode.request_timed_out
+        if fut is not None and not fut.done():
+            fut.cancel()
+        if code == ErrorCode.none:
+            done.append(p)
+        else:
+            errors[(p.topic, p.partition)] = code
+    return done
 
 
 def _append_marker(broker, p, producer_id: int, epoch: int, coordinator_epoch: int,

@@ -27,7 +27,7 @@ from ..clock import TimerHandle
 from ..wire.errors import ErrorCode
 from .groups import (Group, GroupState, JoinResult, Member, SyncResult, answer_join,
                      answer_sync, validate_member)
-from .groups_registry import GroupRegistry, StoreError
+from .groups_registry import GroupRegistry
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -206,25 +206,28 @@ class JoinProtocol:
                 self.maybe_prepare_rebalance(group, f"static member {instance_id} changed "
                                                     "the group's protocol")
                 return
-            try:
-                self.coord.store_group(group, {m.member_id: m.assignment
-                                               for m in group.members.values()})
-            except StoreError as e:
-                member.join_waiter = None
-                group.update_protocols(member, *old)
-                group.replace_static_member(instance_id, new_id, old_id)
-                self.schedule_heartbeat(group, member)
-                fut.set_result(JoinResult(e.code, "", group.generation, group.protocol_type,
-                                          group.protocol_name, current_leader or ""))
-                return
-            if skip_supported:  # JoinGroup v9: the leader learns it leads, but skips assigning
-                leads = group.is_leader(new_id)
-                answer_join(member, group.join_result(member, members=leads, skip=leads))
-            else:  # the old leader id: a restarted leader must not reassign a stable group
-                answer_join(member, group.join_result(member, members=False,
-                                                      leader=current_leader or ""))
-            log.info("Static member %s rejoined group %s without a rebalance", instance_id,
-                     group.group_id)
+
+            def stored(err: ErrorCode) -> None:  # Kafka's storeGroup callback
+                if member.join_waiter is not fut:
+                    return  # answered meanwhile (a rebalance, a fence): nothing to undo
+                if err != E.none:
+                    member.join_waiter = None
+                    group.update_protocols(member, *old)
+                    group.replace_static_member(instance_id, new_id, old_id)
+                    self.schedule_heartbeat(group, member)
+                    fut.set_result(JoinResult(err, "", group.generation, group.protocol_type,
+                                              group.protocol_name, current_leader or ""))
+                    return
+                if skip_supported:  # JoinGroup v9: the leader learns it leads, skips assigning
+                    leads = group.is_leader(new_id)
+                    answer_join(member, group.join_result(member, members=leads, skip=leads))
+                else:  # the old leader id: a restarted leader must not reassign a stable group
+                    answer_join(member, group.join_result(member, members=False,
+                                                          leader=current_leader or ""))
+                log.info("Static member %s rejoined group %s without a rebalance",
+                         instance_id, group.group_id)
+            self.coord.persist_group(group, {m.member_id: m.assignment
+                                             for m in group.members.values()}, stored)
         elif group.is_(S.COMPLETING_REBALANCE):
             self.prepare_rebalance(group, f"static member {instance_id} rejoined during sync")
 
@@ -301,11 +304,12 @@ class JoinProtocol:
         if group.is_(S.EMPTY):
             log.info("Group %s with generation %d is now empty", group.group_id,
                      group.generation)
-            try:
-                self.coord.store_group(group, {})
-            except StoreError as e:
-                log.warning("Could not write the empty metadata of group %s: %s",
-                            group.group_id, e)
+
+            def stored(err: ErrorCode) -> None:
+                if err != E.none:
+                    log.warning("Could not write the empty metadata of group %s: %s",
+                                group.group_id, err.name)
+            self.coord.persist_group(group, {}, stored)
             return
         log.info("Stabilized group %s generation %d with %d members", group.group_id,
                  group.generation, len(group.members))

@@ -12,7 +12,6 @@ from ..wire.errors import ErrorCode
 from .groups import (Group, GroupState, JoinResult, SyncResult, answer_join, answer_sync,
                      validate_member)
 from .groups_join import JoinProtocol, client_reason, done_future
-from .groups_registry import StoreError
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -68,17 +67,29 @@ class Membership(JoinProtocol):
                             group_id, generation, missing)
             # Assignments naming members not in the group are ignored, as Kafka does.
             assignment = {m: assignments.get(m, b"") for m in group.members}
-            try:
-                self.coord.store_group(group, assignment)
-            except StoreError as e:
-                self.reset_and_propagate(group, e.code)
-                self.maybe_prepare_rebalance(group, f"could not store the assignment: {e}")
-                return fut
-            for mid, m in group.members.items():
-                m.assignment = assignment[mid]
-            self._propagate(group, E.none)
-            group.transition(S.STABLE, self.coord.wall_ms())
+            generation = group.generation
+            self.coord.persist_group(group, assignment, lambda err: self._stored(
+                group, generation, member_id, assignment, err))
         return fut
+
+    def _stored(self, group: Group, generation: int, leader_id: str,
+                assignment: dict[str, bytes], err: ErrorCode) -> None:
+        """The leader's assignment written (in a cluster: replicated) or not; a member that
+        joined meanwhile started another rebalance, which the answer must not disturb."""
+        if not self.coord.is_current(group) or not group.is_(S.COMPLETING_REBALANCE) \
+                or group.generation != generation:
+            return
+        if err != E.none:
+            log.warning("Group %s generation %d: the assignment was not stored: %s",
+                        group.group_id, generation, err.name)
+            self.reset_and_propagate(group, err)
+            self.maybe_prepare_rebalance(group, "Error when storing group assignment during "
+                                         f"SyncGroup (member: {leader_id})")
+            return
+        for mid, m in group.members.items():
+            m.assignment = assignment.get(mid, b"")
+        self._propagate(group, E.none)
+        group.transition(S.STABLE, self.coord.wall_ms())
 
     def _synced(self, group: Group, member_id: str) -> None:
         group.pending_sync.discard(member_id)

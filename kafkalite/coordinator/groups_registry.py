@@ -9,6 +9,7 @@
 # of day (commit and group-state timestamps, offsets retention, which Kafka bases on those).
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 from ..clock import Clock
@@ -19,6 +20,14 @@ from .offsets_records import GroupValue, MemberValue, group_key, group_value
 
 E = ErrorCode
 _NO_ISR = (E.not_enough_replicas, E.not_enough_replicas_after_append)
+# GroupMetadataManager.storeGroup's mapping of the append's error (its offsets' differs in
+# REQUEST_TIMED_OUT: a group write that timed out asks the members to rebalance)
+_GROUP_WRITE = {E.unknown_topic_or_partition: E.coordinator_not_available,
+                E.not_enough_replicas: E.coordinator_not_available,
+                E.not_enough_replicas_after_append: E.coordinator_not_available,
+                E.not_leader_or_follower: E.not_coordinator,
+                E.kafka_storage_error: E.not_coordinator,
+                E.request_timed_out: E.rebalance_in_progress}
 
 
 class StoreError(Exception):
@@ -63,6 +72,7 @@ class GroupRegistry:
         self.share_lookup: Callable[[str], bool] | None = None
         self.loading = False
         self.closed = False
+        self._writes: set[asyncio.Future] = set()  # group writes waiting for the ISR
         # In a cluster, the __consumer_offsets partitions this broker coordinates (an
         # offsets_leadership.PartitionLeadership); None on one node: every group is here.
         self.leadership: Any = None
@@ -137,6 +147,31 @@ class GroupRegistry:
                        for m in group.members.values()]
         return GroupValue(group.protocol_type or "", group.generation, group.protocol_name,
                           group.leader_id, group.state_ms if group.state_ms else -1, members)
+
+    def persist_group(self, group: Group, assignment: dict[str, bytes],
+                      done: Callable[[ErrorCode], None]) -> None:
+        """store_group as Kafka's storeGroup with its callback: `done(error)` once the write
+        is replicated (in a cluster the ISR's answer after the high watermark passed it, or
+        the error, mapped as storeGroup maps it), at once on a single node or when nothing
+        could be written."""
+        try:
+            self.store_group(group, assignment)
+        except StoreError as e:
+            done(e.code)
+            return
+        if self.store.replication() is None:
+            done(E.none)
+            return
+        task = asyncio.ensure_future(self.store.replicated(
+            self.store.partition_for(group.group_id)))
+        self._writes.add(task)
+
+        def replicated(t: asyncio.Future) -> None:
+            self._writes.discard(t)
+            if not t.cancelled():
+                code = E(t.result())
+                done(_GROUP_WRITE.get(code, code))
+        task.add_done_callback(replicated)
 
     def store_group(self, group: Group, assignment: dict[str, bytes]) -> None:
         value = group_value(self.group_value(group, assignment))

@@ -6,10 +6,11 @@
 # it is applied or answered. EndTxn writes PrepareCommit/PrepareAbort, then the markers into
 # every partition of the transaction (`write_markers`, the log side's), then
 # CompleteCommit/CompleteAbort. Kafka answers EndTxn once the Prepare record is written and
-# sends markers afterwards; here the answer waits for the markers too (they are local appends),
-# so a client's next transaction does not meet CONCURRENT_TRANSACTIONS. Markers that fail are
-# retried by tick(), as Kafka's marker channel retries them; a transaction found prepared at
-# load is completed the same way.
+# sends markers afterwards; here the answer waits for the markers too (MARKERS_WAIT_S at most:
+# on one node they are local appends), so a client's next transaction does not meet
+# CONCURRENT_TRANSACTIONS. In a cluster a marker counts once its partition's ISR has it
+# (broker/txn_markers.py). Markers that fail are retried by tick(), as Kafka's marker channel
+# retries them; a transaction found prepared at load is completed the same way.
 #
 # Timers run on the injected clock: an Ongoing transaction older than its timeout is aborted
 # with a bumped epoch (the zombie producer is fenced); an id idle in a complete state for
@@ -31,6 +32,9 @@ from .transactions_log import TransactionLog, decode_key, decode_value
 
 log = logging.getLogger("kafkalite.transactions")
 
+# EndTxn's wait for the markers: in a cluster one may wait for its ISR longer than a client
+# waits for EndTxn; the completion then goes on in the background, as Kafka's always does.
+MARKERS_WAIT_S = 5.0
 MarkerWriter = Callable[[int, int, int, bool, list[Partition]], Awaitable[dict]]
 
 
@@ -43,7 +47,8 @@ class TransactionCoordinator(TxnLeadership, TransactionQueries):
         self.clock = clock
         self.log = TransactionLog(logs, create_topic,
                                   config["transaction.state.log.num.partitions"], notify,
-                                  config["transaction.state.log.segment.bytes"])
+                                  config["transaction.state.log.segment.bytes"],
+                                  config["transaction.state.log.min.isr"])
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.abort_interval_ms = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
@@ -193,10 +198,11 @@ class TransactionCoordinator(TxnLeadership, TransactionQueries):
                 log.info("Expired transactional id %r", meta.transactional_id)
         return len(doomed)
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # --- persistence ----------------------------------------------------------------------
 
@@ -330,7 +336,8 @@ class TransactionCoordinator(TxnLeadership, TransactionQueries):
                 meta.failed_epoch_fence = True  # never returned to a client: reuse it
             return err
         self._unmarked[txn_id] = set(meta.partitions)
-        await self._complete(meta)
+        task = self._spawn(self._complete(meta))
+        await asyncio.wait([task], timeout=MARKERS_WAIT_S)
         return E.none
 
     @staticmethod

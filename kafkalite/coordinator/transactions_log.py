@@ -114,12 +114,16 @@ class TransactionLog(OffsetsLog):
 
     def __init__(self, logs: Any, create_topic: Callable[..., Any], num_partitions: int,
                  notify: Callable[[str, int], None] | None = None,
-                 segment_bytes: int = SEGMENT_BYTES):
-        # Kafka's transaction topic configs: compacted, uncompressed, its segment size.
+                 segment_bytes: int = SEGMENT_BYTES, min_isr: int = 2):
+        # Kafka's transaction topic configs (TransactionStateManager): compacted,
+        # uncompressed, its segment size, min.insync.replicas from
+        # transaction.state.log.min.isr, no unclean leader election.
         super().__init__(logs, create_topic, num_partitions, notify, name=TOPIC,
                          topic_configs={"cleanup.policy": "compact",
                                         "compression.type": "uncompressed",
-                                        "segment.bytes": str(segment_bytes)})
+                                        "min.insync.replicas": str(min_isr),
+                                        "segment.bytes": str(segment_bytes),
+                                        "unclean.leader.election.enable": "false"})
 
     def write(self, transactional_id: str, t: Transit | None, now_ms: int) -> int:
         """Append one record (None: the id's tombstone); returns its partition. Raises

@@ -2,16 +2,21 @@
 # and the leader of a group's __consumer_offsets partition as ZooKeeper says it.
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 from kafka.protocol import consumer, metadata
 
 from kafkalite.cluster import zkdata
 from kafkalite.coordinator.offsets_log import partition_for
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.test_membership import WAIT_S, Zk, registered
+from kafkalite.testing import BrokerProcess
+from tests.cluster.test_membership import CONNECT_MS, SESSION_MS, WAIT_S, Zk, registered
 from tests.cluster.test_zk_admin_apis import settled_controller
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
-from tests.helpers.real_kafka import eventually
+from tests.helpers import zookeeper as zkh
+from tests.helpers.real_kafka import eventually, free_port_pair
 
 OFFSETS = "__consumer_offsets"
 TXN = "__transaction_state"
@@ -76,3 +81,26 @@ def cluster(brokers, zk, ids=(1, 2, 3), **settings: str) -> tuple[dict, Zk, int]
     z = zk()
     registered(z, set(ids))
     return procs, z, settled_controller(z, procs)
+
+
+@contextlib.contextmanager
+def lone_kafkalite(zookeeper: str, settings: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """One kafkalite broker in ZooKeeper mode on a chroot of its own of `zookeeper`,
+    registered and controller: (its zookeeper.connect, bootstrap)."""
+    connect = zkh.chroot_connect(zookeeper)
+    b = BrokerProcess(port=free_port_pair(), settings={
+        "node.id": "1", "zookeeper.connect": connect,
+        "zookeeper.session.timeout.ms": str(SESSION_MS),
+        "zookeeper.connection.timeout.ms": str(CONNECT_MS), **settings})
+    try:
+        b.start()
+        z = Zk(connect)
+        try:
+            eventually(lambda: z.client.exists(zkdata.CONTROLLER), lambda s: s is not None,
+                       timeout=WAIT_S)
+        finally:
+            z.close()
+        yield connect, b.bootstrap
+    finally:
+        b.kill()
+        b.cleanup()

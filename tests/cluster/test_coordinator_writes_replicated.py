@@ -93,7 +93,9 @@ def test_a_commit_answered_survives_the_coordinators_broker(brokers, zk):
 
 def test_below_min_insync_replicas_a_commit_is_refused(brokers, zk):
     procs, z, group, coordinator = replicated_group(brokers, zk, **{
-        "min.insync.replicas": "2", "replica.lag.time.max.ms": "1500",
+        # __transaction_state takes its own, as Kafka's: transaction.state.log.min.isr
+        "min.insync.replicas": "2", "transaction.state.log.min.isr": "2",
+        "replica.lag.time.max.ms": "1500",
         "offsets.commit.timeout.ms": "3000"})
     assert offset_commit(procs[coordinator].bootstrap, group, "t", {0: 5}) == {
         0: ErrorCode.none}

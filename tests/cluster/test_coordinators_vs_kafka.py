@@ -12,19 +12,20 @@ import pytest
 from kafka.protocol import metadata
 
 from kafkalite.cluster import zkdata
-from kafkalite.testing import BrokerProcess
 from kafkalite.wire.errors import ErrorCode
-from tests.cluster.coordinator_helpers import GROUP, OFFSETS, TRANSACTION, TXN, find, found
-from tests.cluster.test_membership import CONNECT_MS, SESSION_MS, WAIT_S, Zk
+from tests.cluster.coordinator_helpers import (GROUP, OFFSETS, TRANSACTION, TXN, find, found,
+                                               lone_kafkalite)
+from tests.cluster.test_membership import WAIT_S, Zk
 from tests.cluster.test_zk_admin_apis import assignment
 from tests.helpers import zookeeper as zkh
 from tests.helpers.kbatch import call
 from tests.helpers.kbatch import connect as open_socket
-from tests.helpers.real_kafka import eventually, free_port_pair
+from tests.helpers.real_kafka import eventually
 
 SETTINGS = {"offsets.topic.replication.factor": "2",  # more than the one live broker
             "offsets.topic.num.partitions": "4",
             "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
             "transaction.state.log.num.partitions": "3",
             "transaction.state.log.segment.bytes": "2097152",
             "num.partitions": "2", "default.replication.factor": "1"}
@@ -70,23 +71,8 @@ def kafka_broker(zookeeper):
 
 @pytest.fixture
 def kafkalite_broker(zookeeper):
-    connect = zkh.chroot_connect(zookeeper)
-    b = BrokerProcess(port=free_port_pair(), settings={
-        "node.id": "1", "zookeeper.connect": connect,
-        "zookeeper.session.timeout.ms": str(SESSION_MS),
-        "zookeeper.connection.timeout.ms": str(CONNECT_MS), **SETTINGS})
-    try:
-        b.start()
-        z = Zk(connect)
-        try:  # registered, and controller
-            eventually(lambda: z.client.exists(zkdata.CONTROLLER), lambda s: s is not None,
-                       timeout=WAIT_S)
-        finally:
-            z.close()
-        yield connect, b.bootstrap
-    finally:
-        b.kill()
-        b.cleanup()
+    with lone_kafkalite(zookeeper, SETTINGS) as (connect, bootstrap):
+        yield connect, bootstrap
 
 
 def test_first_use_answers_match_kafka_in_zookeeper_mode(kafka_broker, kafkalite_broker):

@@ -24,6 +24,11 @@ from tests.helpers.zookeeper import MIN_SESSION_TIMEOUT_MS, ZooKeeperProcess, ch
 SESSION_MS = max(2000, MIN_SESSION_TIMEOUT_MS)  # the failure tests' failover time
 CONNECT_MS = 1500
 WAIT_S = 20.0  # bound of every wait: several session timeouts
+# The tests' clusters (one to three brokers) keep one replica of the internal topics unless a
+# test asks for more: the default, as Kafka's, is three (with transaction.state.log.min.isr 2)
+ONE_REPLICA_INTERNAL = {"offsets.topic.replication.factor": "1",
+                        "transaction.state.log.replication.factor": "1",
+                        "transaction.state.log.min.isr": "1"}
 
 
 class Zk:
@@ -108,7 +113,8 @@ def brokers(connect):
         new = [BrokerProcess(port=free_port_pair(), settings={
             "node.id": str(i), "zookeeper.connect": zk_connect or connect,
             "zookeeper.session.timeout.ms": str(SESSION_MS),
-            "zookeeper.connection.timeout.ms": str(CONNECT_MS), **settings}) for i in ids]
+            "zookeeper.connection.timeout.ms": str(CONNECT_MS), **ONE_REPLICA_INTERNAL,
+            **settings}) for i in ids]
         made.extend(new)
         if start:
             for b in new:

@@ -3,7 +3,12 @@
 # The leader hands in the assignments; every member's answer waits (on a future) until the
 # leader's arrives, then carries its own assignment. Assignments naming members that are
 # not in the group are ignored and members without one get an empty assignment, as Kafka
-# does. Version notes: v3+ carries group.instance.id; v5+ requires protocol type and name
+# does. The assignment is written to __consumer_offsets first (the GroupMetadata record); in a
+# ZooKeeper cluster the answers wait until the ISR has it (offsets.commit.timeout.ms), and a
+# write the ISR did not take fails every member as Kafka's storeGroup maps it
+# (NOT_ENOUGH_REPLICAS(_AFTER_APPEND): COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER:
+# NOT_COORDINATOR, REQUEST_TIMED_OUT: REBALANCE_IN_PROGRESS) and starts a rebalance. Version
+# notes: v3+ carries group.instance.id; v5+ requires protocol type and name
 # (missing: INCONSISTENT_GROUP_PROTOCOL, as Kafka) and answers them. READ on the group, else
 # GROUP_AUTHORIZATION_FAILED (after that protocol check, as KafkaApis).
 from __future__ import annotations

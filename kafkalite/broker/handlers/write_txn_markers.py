@@ -5,9 +5,11 @@
 # ABORT marker for a hanging transaction straight into the partition, with the producer
 # id/epoch and coordinator epoch DescribeProducers showed. Each marker goes through the same
 # path as the coordinator's own (txn_markers.write_markers): a COMMIT/ABORT control batch
-# appended as an acks=all Produce, the producer's open transaction there ended (the LSO
-# moves, an ABORT gets its `.txnindex` entry), pending transactional offsets of
-# `__consumer_offsets` made visible or dropped. The coordinator is not told, as in Kafka: if
+# appended as an acks=all Produce (in a ZooKeeper cluster answered once the ISR has it:
+# NOT_ENOUGH_REPLICAS below min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+# REQUEST_TIMED_OUT, as Kafka's requiredAcks=-1 append), the producer's open transaction there
+# ended (the LSO moves, an ABORT gets its `.txnindex` entry), pending transactional offsets of
+# `__consumer_offsets` made visible or dropped once replicated. The coordinator is not told, as in Kafka: if
 # it still holds the transaction, its own marker later finds nothing open and changes nothing.
 # Errors per partition as Kafka 3.8's KafkaApis/ProducerAppendInfo: UNKNOWN_TOPIC_OR_PARTITION,
 # INVALID_PRODUCER_EPOCH for an epoch older than the producer's in the partition,
