@@ -13,9 +13,9 @@
 # partition (the same client settings on both); after --warmup-s of acknowledged records the
 # leader gets SIGKILL (`kill`) or SIGTERM (`term`, controlled shutdown). Measured from the
 # signal on the monotonic clock:
-#   resume    the end of the longest pause between two consecutive acknowledgements that
-#             ends after the signal (the producer resuming: acknowledgements arrive every few
-#             ms otherwise, so this is the outage the application sees);
+#   resume    the end of the longest pause between two consecutive acknowledgements after
+#             the signal (the producer resuming: acknowledgements arrive every few ms
+#             otherwise, so this is the outage the application sees);
 #   znode     the first state-znode change naming a new leader (kazoo watch);
 #   deregistered  the dead broker's /brokers/ids znode gone (session expiry after SIGKILL).
 # Then the producer stops, the broker restarts, the ISR fills again and ElectLeaders
@@ -91,12 +91,15 @@ class RateProducer:
 
 
 def resume_after(acks: list[tuple[float, bytes, int]], t_sig: float) -> float | None:
-    """Seconds from t_sig to the end of the longest ack pause ending after it."""
+    """Seconds from t_sig to the end of the longest ack pause after it (a pause that began
+    before the signal counts from the signal: a stall of the machine just before it is not
+    the failover's)."""
     times = sorted(t for t, _, _ in acks)
     best = None
     for before, after in zip(times, times[1:]):
-        if after > t_sig and (best is None or after - before > best[0]):
-            best = (after - before, after)
+        pause = after - max(before, t_sig)
+        if after > t_sig and (best is None or pause > best[0]):
+            best = (pause, after)
     return None if best is None else best[1] - t_sig
 
 

@@ -31,3 +31,11 @@ def test_one_round_fails_over_and_loses_nothing(tmp_path):
     assert lite["audit"]["read_complete"]
     assert lite["audit"]["lost"] == 0 and lite["audit"]["duplicated"] == 0
     assert lite["audit"]["log_records"] >= sum(r["acked"] for r in lite["rounds"])
+
+
+def test_resume_is_the_end_of_the_longest_pause_after_the_signal():
+    acks = [(t, b"", 0) for t in (0.0, 0.01, 0.5, 0.51, 0.52, 2.0, 2.01)]
+    # the 0.49 s pause began before the signal at 0.45: only its 0.05 s after it count
+    assert failover_time.resume_after(acks, 0.45) == 2.0 - 0.45
+    assert failover_time.resume_after(acks, 0.005) == 2.0 - 0.005
+    assert failover_time.resume_after(acks, 3.0) is None
