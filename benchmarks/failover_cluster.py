@@ -147,42 +147,36 @@ def zookeeper_server() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def kafkalite_cluster(zookeeper: str, session_ms: int) -> Iterator[Cluster]:
+def _cluster(name: str, connect: str, make: Callable[[int], object], settle_s: float
+             ) -> Iterator[Cluster]:
+    """BROKER_IDS made by `make(id)` and started one by one, then settled; all stopped and
+    removed afterwards, also when one failed to start."""
+    made: dict = {}
+    cluster = None
+    try:
+        for i in BROKER_IDS:
+            made[i] = make(i)
+            made[i].start()
+        cluster = _settled(Cluster(name, connect, made), settle_s)
+        yield cluster
+    finally:
+        if cluster is not None:
+            cluster.close()
+        else:
+            for b in made.values():
+                b.cleanup()
+
+
+def kafkalite_cluster(zookeeper: str, session_ms: int) -> contextlib.AbstractContextManager:
     from kafkalite.testing import BrokerProcess
     from tests.helpers.real_kafka import free_port_pair
     connect = f"{zookeeper}/kafkalite-{uuid.uuid4().hex[:8]}"
-    made: dict = {}
-    cluster = None
-    try:
-        for i in BROKER_IDS:
-            made[i] = BrokerProcess(port=free_port_pair(), settings={
-                "node.id": str(i), "zookeeper.connect": connect, **shared_settings(session_ms)})
-            made[i].start()
-        cluster = _settled(Cluster("kafkalite", connect, made), 60)
-        yield cluster
-    finally:
-        if cluster is not None:
-            cluster.close()
-        else:
-            for b in made.values():
-                b.cleanup()
+    return _cluster("kafkalite", connect, lambda i: BrokerProcess(port=free_port_pair(), settings={
+        "node.id": str(i), "zookeeper.connect": connect, **shared_settings(session_ms)}), 60)
 
 
-@contextlib.contextmanager
-def kafka_cluster(zookeeper: str, session_ms: int) -> Iterator[Cluster]:
+def kafka_cluster(zookeeper: str, session_ms: int) -> contextlib.AbstractContextManager:
     from tests.helpers.zookeeper import ZkModeKafka
     connect = f"{zookeeper}/kafka-{uuid.uuid4().hex[:8]}"
-    made: dict = {}
-    cluster = None
-    try:
-        for i in BROKER_IDS:
-            made[i] = ZkModeKafka(connect, broker_id=i, settings=shared_settings(session_ms))
-            made[i].start()
-        cluster = _settled(Cluster("kafka 3.8.0", connect, made), 90)
-        yield cluster
-    finally:
-        if cluster is not None:
-            cluster.close()
-        else:
-            for b in made.values():
-                b.cleanup()
+    return _cluster("kafka 3.8.0", connect, lambda i: ZkModeKafka(
+        connect, broker_id=i, settings=shared_settings(session_ms)), 90)
