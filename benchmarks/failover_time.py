@@ -164,6 +164,16 @@ def one_round(c: fc.Cluster, topic: str, leader: int, mode: str, args) -> dict:
     return out
 
 
+def _commit() -> str | None:
+    import subprocess
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], capture_output=True,
+                              text=True, timeout=10, cwd=os.path.dirname(__file__)
+                              ).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
@@ -274,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                "command": " ".join(["python -m benchmarks.failover_time", *(argv or sys.argv[1:])]),
                "rounds": args.rounds, "session_ms": args.session_ms, "rate": args.rate,
                "modes": modes, "settings": fc.shared_settings(args.session_ms),
+               "kafkalite_commit": _commit(),
                "leaders": leaders, "clusters": {}}
         for c in clusters:
             acked = [a for r in rounds[c.name] for a in r.pop("acked_values")]
