@@ -14,8 +14,9 @@
 # inter-broker listener, with its TLS and SASL), as the replica fetcher's; a failed login is
 # a broken connection, retried as one.
 #
-# Gap: a marker appended on this broker does not wait for the followers (Kafka's acks=-1
-# marker append).
+# The leader answers WriteTxnMarkers only once its followers have the marker (an acks=-1
+# append, as Kafka's). Gap: one request at a time per broker, so a marker waiting for a slow
+# ISR holds back the other markers bound for that broker (Kafka's channel pipelines them).
 from __future__ import annotations
 
 import asyncio
