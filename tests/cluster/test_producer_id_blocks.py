@@ -127,8 +127,13 @@ def test_no_block_to_claim_answers_coordinator_load_in_progress(brokers, tmp_pat
     ProducerIdManager without a block, and ids resume once ZooKeeper is back."""
     own = zkh.ZooKeeperProcess(data_dir=str(tmp_path / "zk")).start()
     try:
-        (proc,) = brokers(1, zk_connect=zkh.chroot_connect(own.connect))
-        assert len(set(init_producer_ids(proc.bootstrap, 600))) == 600  # 2nd block claimed
+        connect_ = zkh.chroot_connect(own.connect)
+        (proc,) = brokers(1, zk_connect=connect_)
+        assert len(set(init_producer_ids(proc.bootstrap, 600))) == 600
+        # Past half a block the broker claims the next one in the background: wait for that
+        # claim's write before ZooKeeper goes, or the count below depends on the machine's load.
+        eventually(lambda: _latest_block_end(connect_), lambda end: end == 2 * BLOCK_SIZE - 1,
+                   timeout=WAIT_S)
         port = own.port
         own.stop()
         req = InitProducerIdRequest[4](transactional_id=None, transaction_timeout_ms=60000,
@@ -152,6 +157,18 @@ def test_no_block_to_claim_answers_coordinator_load_in_progress(brokers, tmp_pat
         assert ids and ids[0] >= 2 * BLOCK_SIZE  # a fresh block: nothing handed out twice
     finally:
         own.stop()
+
+
+def _latest_block_end(connect_: str) -> int | None:
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=connect_, timeout=10)
+    client.start(timeout=10)
+    try:
+        data, _ = client.get(zkdata.PRODUCER_ID_BLOCK)
+        return zkdata.ProducerIdBlock.decode(data).block_end if data else None
+    finally:
+        client.stop()
+        client.close()
 
 
 def _try_ids(bootstrap: str) -> list[int] | None:
