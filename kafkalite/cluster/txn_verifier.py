@@ -183,11 +183,6 @@ class TxnVerifier:
                 if p.partition_error_code != ErrorCode.none}
         return out
 
-    def _drop(self, node: int) -> None:
-        channel = self._channels.pop(node, None)
-        if channel is not None:
-            channel.close()
-
     def close(self) -> None:
         for task in list(self._senders.values()):
             task.cancel()
@@ -196,5 +191,11 @@ class TxnVerifier:
                 _answer(waiting, dict.fromkeys(waiting.partitions,
                                                ErrorCode.network_exception))
         self._waiting.clear()
-        for node in list(self._channels):
-            self._drop(node)
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+
+    def _drop(self, node: int) -> None:
+        channel = self._channels.pop(node, None)
+        if channel is not None:
+            channel.close()

@@ -18,10 +18,13 @@
 # timestamps are out of range, or with kafkalite.produce.validate.records (record_checks.py).
 # A transaction's first batch in a partition (attributes bit 4, the producer with no ongoing
 # transaction there) is first verified with the transaction coordinator (KIP-890 part 1, as
-# Kafka 3.8) for the request's transactional_id: a producer
+# Kafka 3.8) for the request's transactional_id, before anything is appended: this broker's
+# coordinator, or in a cluster the one on another broker by AddPartitionsToTxn v4 verify_only
+# (cluster/txn_verifier.py). A producer
 # id that id does not hold is INVALID_PRODUCER_ID_MAPPING, a partition not in its ongoing
-# transaction INVALID_TXN_STATE, another epoch INVALID_PRODUCER_EPOCH, a transaction being
-# completed (or the coordinator loading) NOT_ENOUGH_REPLICAS, retriable, as Kafka's
+# transaction INVALID_TXN_STATE (v11: TRANSACTION_ABORTABLE, as Kafka 3.8 answers that version),
+# another epoch INVALID_PRODUCER_EPOCH, a transaction being completed, the coordinator loading,
+# unknown, not live or not answering NOT_ENOUGH_REPLICAS, retriable, as Kafka's
 # ReplicaManager turns CONCURRENT_TRANSACTIONS into; then sequence and epoch are checked as for
 # idempotence, and the batch opens the producer's transaction in the partition (the LSO
 # stops there until its marker). A non-transactional batch from a producer whose

@@ -6,8 +6,12 @@
 # that partition commits or aborts them. The order of checks is Kafka's: the group id
 # (empty: INVALID_GROUP_ID) and the coordinator's state (COORDINATOR_LOAD_IN_PROGRESS while
 # loading), then KIP-890 verification that AddOffsetsToTxn put the group's partition into the
-# producer's ongoing transaction (INVALID_TXN_STATE when not, INVALID_PRODUCER_EPOCH /
-# PRODUCER_FENCED for an older epoch, answered by the transaction coordinator), then the
+# producer's ongoing transaction, unless the producer's transaction is already open in that
+# partition: asked of the transaction coordinator, here or on another broker of a cluster by
+# AddPartitionsToTxn v4 verify_only (cluster/txn_verifier.py); INVALID_TXN_STATE when not
+# (v4: TRANSACTION_ABORTABLE, as Kafka 3.8), INVALID_PRODUCER_EPOCH for another epoch, a
+# coordinator not reachable as Kafka's GroupMetadataManager.maybeConvertOffsetCommitError
+# (a lost connection COORDINATOR_LOAD_IN_PROGRESS, none live COORDINATOR_NOT_AVAILABLE); then the
 # member/generation check (v3+: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID;
 # none when no member is named). Partitions of topics that do not exist answer
 # UNKNOWN_TOPIC_OR_PARTITION; metadata longer than offset.metadata.max.bytes
