@@ -150,6 +150,8 @@ class KafkaServer:
             self.broker.replication.start()
             from .cluster.marker_sender import MarkerSender  # markers to other leaders
             self.broker.marker_sender = MarkerSender(self.broker, self.cluster_view, self.config)
+            from .cluster.txn_verifier import TxnVerifier  # KIP-890 with other coordinators
+            self.broker.txn_verifier = TxnVerifier(self.broker, self.cluster_view, self.config)
             from .cluster.config_changes import ConfigChanges  # topic configs from ZooKeeper
             self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
             self.broker.config_changes = self.config_changes
@@ -276,6 +278,7 @@ class KafkaServer:
         self.broker.close(clean=True)
         if self.broker.marker_sender is not None:
             self.broker.marker_sender.close()
+            self.broker.txn_verifier.close()
         if self.cluster_view is not None:
             await self._within(self.cluster_view.close(), SHUTDOWN_GRACE_MS)
         if self.membership is not None:  # the registration goes with the session

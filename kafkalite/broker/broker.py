@@ -95,6 +95,7 @@ class Broker:
         self.txn_marker_listeners: list[Callable[[str, int, int, bool], None]] = []
         self.auto_creator: Any = None  # cluster.auto_create.AutoCreator in a cluster
         self.marker_sender: Any = None  # cluster.marker_sender.MarkerSender in a cluster
+        self.txn_verifier: Any = None  # cluster.txn_verifier.TxnVerifier in a cluster
         self.started_at = time.time()
         self.closing = False
         self._next_retention_ms = 0  # set by open()

@@ -7,7 +7,8 @@
 # Version notes: v0-3 carry one transaction and answer results_by_topic_v3_and_below; v4+
 # (KIP-890, meant for brokers) batch transactions and may be verify_only: the partitions are
 # checked against the ongoing transaction, nothing is added (TRANSACTION_ABORTABLE for a
-# partition not in it, as Kafka 3.8). Kafka without an authorizer answers a client's v4+ the
+# partition not in it, as Kafka 3.8; kafkalite's partition leaders send it, cluster/
+# txn_verifier.py). Kafka without an authorizer answers a client's v4+ the
 # same way, so kafkalite does too. Before v2, PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
 # Authorization as KafkaApis: v0-3 WRITE on the transactional id (every partition
 # TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED, also

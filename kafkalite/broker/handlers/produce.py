@@ -18,10 +18,13 @@
 # timestamps are out of range, or with kafkalite.produce.validate.records (record_checks.py).
 # A transaction's first batch in a partition (attributes bit 4, the producer with no ongoing
 # transaction there) is first verified with the transaction coordinator (KIP-890 part 1, as
-# Kafka 3.8) for the request's transactional_id: a producer
+# Kafka 3.8) for the request's transactional_id, before anything is appended: this broker's
+# coordinator, or in a cluster the one on another broker by AddPartitionsToTxn v4 verify_only
+# (cluster/txn_verifier.py). A producer
 # id that id does not hold is INVALID_PRODUCER_ID_MAPPING, a partition not in its ongoing
-# transaction INVALID_TXN_STATE, another epoch INVALID_PRODUCER_EPOCH, a transaction being
-# completed (or the coordinator loading) NOT_ENOUGH_REPLICAS, retriable, as Kafka's
+# transaction INVALID_TXN_STATE (v11: TRANSACTION_ABORTABLE, as Kafka 3.8 answers that version),
+# another epoch INVALID_PRODUCER_EPOCH, a transaction being completed, the coordinator loading,
+# unknown, not live or not answering NOT_ENOUGH_REPLICAS, retriable, as Kafka's
 # ReplicaManager turns CONCURRENT_TRANSACTIONS into; then sequence and epoch are checked as for
 # idempotence, and the batch opens the producer's transaction in the partition (the LSO
 # stops there until its marker). A non-transactional batch from a producer whose
@@ -51,6 +54,7 @@ import asyncio
 import struct
 import time
 
+from ...cluster.txn_verifier import abortable, verify
 from ...cluster.view import NO_EPOCH
 from ...log.flusher import wait_durable
 from ...wire.errors import ErrorCode, KafkaError, MalformedRequest
@@ -69,6 +73,14 @@ _P3 = struct.Struct(">ihqq")     # index, error, base offset, log append time
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _NO_RECORD_ERRORS: tuple = ()
+_PID_EPOCH = struct.Struct(">qh")  # a v2 batch header's producer id and epoch, at 43
+_HEADER_END = 61
+# ReplicaManager's translation of a verification failure for producers: the retriable ones
+# that older clients may not retry become NOT_ENOUGH_REPLICAS (no metadata refresh)
+_FOR_PRODUCE = dict.fromkeys((ErrorCode.concurrent_transactions, ErrorCode.network_exception,
+                              ErrorCode.coordinator_load_in_progress,
+                              ErrorCode.coordinator_not_available,
+                              ErrorCode.not_coordinator), ErrorCode.not_enough_replicas)
 ZSTD = 4
 
 
@@ -141,7 +153,8 @@ def legacy_response(frame: bytes, pos: int, version: int) -> bytes:
 
 
 def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
-                 version: int = 11, txn_id: str | None = None) -> tuple:
+                 version: int = 11, txn_id: str | None = None,
+                 verified: dict | None = None) -> tuple:
     """Validate and append one partition's batch; returns its partition result."""
     h = validate_produce_batch(records, p.config.max_message_bytes)
     if h.compression == ZSTD and version < 7:
@@ -166,7 +179,7 @@ def append_batch(broker, topic: str, p, idx: int, records: bytes, now: int,
     if transactional and (state is None or h.producer_id not in state.ongoing):
         # Only a transaction's first batch in the partition is verified, as Kafka's
         # ReplicaManager asks only when the producer has no ongoing transaction there.
-        _verify(broker, txn_id, h, topic, idx)
+        _verify(broker, txn_id, h, topic, idx, verified)
     if state is not None:
         dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence,
                           h.last_offset_delta)
@@ -192,18 +205,53 @@ def _has_transactional(req) -> bool:
                for td in req.topic_data for pd in td.partition_data)
 
 
-def _verify(broker, txn_id: str | None, h, topic: str, idx: int) -> None:
+def _verify(broker, txn_id: str | None, h, topic: str, idx: int,
+            verified: dict | None = None) -> None:
     """KIP-890 part 1: the partition must be in the ongoing transaction of the request's
-    transactional id, held by the batch's producer id and epoch."""
+    transactional id, held by the batch's producer id and epoch. `verified`: the answers
+    asked before the appends (_verified); a partition not there (its producer's transaction
+    ended meanwhile) asks the local coordinator."""
     if h.producer_id < 0:
         raise KafkaError(ErrorCode.invalid_record,
                          "a transactional batch needs a producer id")
     txns = broker.transactions
-    code = ErrorCode.invalid_txn_state if txns is None or txn_id is None else \
-        txns.verify_produce(txn_id, h.producer_id, h.producer_epoch, topic, idx)
+    if verified is not None and (topic, idx) in verified:
+        code = verified[(topic, idx)]
+    else:
+        code = ErrorCode.invalid_txn_state if txns is None or txn_id is None else \
+            txns.verify_produce(txn_id, h.producer_id, h.producer_epoch, topic, idx)
     if code != ErrorCode.none:
         raise KafkaError(code, f"Transactional batch of producer {h.producer_id} refused "
                                f"for {topic}-{idx}")
+
+
+async def _verified(broker, txn_id: str | None, req, refused: set, version: int) -> dict:
+    """{(topic, partition): error} for the transactional batches this broker leads that
+    start their producer's transaction in the partition, asked of the transactional id's
+    coordinator, here or on another broker (cluster/txn_verifier.py), before anything is
+    appended, as Kafka's ReplicaManager does."""
+    if txn_id is None or broker.transactions is None:
+        return {}
+    wanted: dict[tuple[int, int], list] = {}
+    for td in req.topic_data:
+        topic = broker.logs.get(td.name)
+        for pd in td.partition_data:
+            records = pd.records or b""
+            if len(records) < _HEADER_END or not records[22] & TRANSACTIONAL_BIT or \
+                    td.name in refused or topic is None or \
+                    not 0 <= pd.index < len(topic.partitions) or \
+                    not broker.view.is_leader(td.name, pd.index):
+                continue
+            pid, epoch = _PID_EPOCH.unpack_from(records, 43)
+            if pid >= 0 and pid not in broker.producer_state(topic.partitions[pd.index]).ongoing:
+                wanted.setdefault((pid, epoch), []).append((td.name, pd.index))
+    out: dict = {}
+    for (pid, epoch), tps in wanted.items():
+        unverified = await verify(broker, txn_id, pid, epoch, tps)
+        for tp in tps:  # TRANSACTION_ABORTABLE from v11 on (measured on Kafka 3.8)
+            err = abortable(unverified.get(tp, ErrorCode.none), version > 10)
+            out[tp] = _FOR_PRODUCE.get(err, err)
+    return out
 
 
 @api(0, "Produce", (0, 11), decodable_from=3, legacy=legacy_response)
@@ -226,6 +274,7 @@ async def handle(ctx, req):
     replication = broker.replication
     replicated = acks == -1 and replication is not None  # acks=all waits for the ISR
     waits: dict = {}
+    verified = await _verified(broker, txn_id, req, refused, ctx.api_version)
     for td in req.topic_data:
         name = td.name
         topic = None if name in refused else logs.get(name)
@@ -250,7 +299,7 @@ async def handle(ctx, req):
                     continue
             try:
                 parts.append(append_batch(broker, name, p, idx, pd.records or b"", now,
-                                          ctx.api_version, req.transactional_id))
+                                          ctx.api_version, req.transactional_id, verified))
                 touched.append(p)
                 if replicated and not parts[-1][1]:
                     waits[(name, idx)] = replication.wait_acks(name, idx, p.log_end_offset)

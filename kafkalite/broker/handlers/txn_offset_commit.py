@@ -6,8 +6,12 @@
 # that partition commits or aborts them. The order of checks is Kafka's: the group id
 # (empty: INVALID_GROUP_ID) and the coordinator's state (COORDINATOR_LOAD_IN_PROGRESS while
 # loading), then KIP-890 verification that AddOffsetsToTxn put the group's partition into the
-# producer's ongoing transaction (INVALID_TXN_STATE when not, INVALID_PRODUCER_EPOCH /
-# PRODUCER_FENCED for an older epoch, answered by the transaction coordinator), then the
+# producer's ongoing transaction, unless the producer's transaction is already open in that
+# partition: asked of the transaction coordinator, here or on another broker of a cluster by
+# AddPartitionsToTxn v4 verify_only (cluster/txn_verifier.py); INVALID_TXN_STATE when not
+# (v4: TRANSACTION_ABORTABLE, as Kafka 3.8), INVALID_PRODUCER_EPOCH for another epoch, a
+# coordinator not reachable as Kafka's GroupMetadataManager.maybeConvertOffsetCommitError
+# (a lost connection COORDINATOR_LOAD_IN_PROGRESS, none live COORDINATOR_NOT_AVAILABLE); then the
 # member/generation check (v3+: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID;
 # none when no member is named). Partitions of topics that do not exist answer
 # UNKNOWN_TOPIC_OR_PARTITION; metadata longer than offset.metadata.max.bytes
@@ -19,30 +23,41 @@
 # error), READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
+from ...cluster.txn_verifier import abortable, verify
 from ...coordinator.offsets_log import TOPIC
 from ...wire.errors import ErrorCode
 from ..registry import api
 from .offset_commit import group_refusal, refused_topics, requested, respond, sync_offsets
 
 
-def _verify(b, coord, req) -> ErrorCode:
-    """The transaction coordinator's answer for the group's offsets partition."""
+# GroupMetadataManager.maybeConvertOffsetCommitError: what a failed verification answers
+_FOR_OFFSETS = {ErrorCode.network_exception: ErrorCode.coordinator_load_in_progress,
+                ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+                ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+                ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+                ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+                ErrorCode.kafka_storage_error: ErrorCode.not_coordinator}
+
+
+async def _verify(b, coord, req, version: int) -> ErrorCode:
+    """The transaction coordinator's answer for the group's offsets partition (here or on
+    another broker: cluster/txn_verifier.py), not asked when the producer's transaction is
+    already open in that partition (Kafka's maybeStartTransactionVerificationForPartition)."""
     err = coord.check_status(req.group_id, allow_empty_id=False)
     if err is not None:
         return err
-    transactions = getattr(b, "transactions", None)
-    if transactions is None or \
-            transactions.status(req.transactional_id) == ErrorCode.not_coordinator:
-        # coordinated by another broker of the cluster: not verified, as Produce (verify_produce)
+    if getattr(b, "transactions", None) is None:
         return ErrorCode.none
-    # Kafka's group coordinator verifies with the transactional id (AddPartitionsToTxn
-    # verify-only): an id the coordinator does not know, or one now held by another producer
-    # id, is INVALID_PRODUCER_ID_MAPPING (compat_tests/diff, txn-offset-commit-*).
-    meta = transactions.txns.get(req.transactional_id)
-    if meta is None or meta.producer_id != req.producer_id:
-        return ErrorCode.invalid_producer_id_mapping
-    return transactions.verify_partition(req.producer_id, req.producer_epoch, TOPIC,
-                                         coord.store.partition_for(req.group_id))
+    partition = coord.store.partition_for(req.group_id)
+    topic = b.logs.get(TOPIC)
+    if topic is not None and 0 <= partition < len(topic.partitions) and \
+            req.producer_id in b.producer_state(topic.partitions[partition]).ongoing:
+        return ErrorCode.none
+    unverified = await verify(b, req.transactional_id, req.producer_id, req.producer_epoch,
+                              [(TOPIC, partition)])
+    # TRANSACTION_ABORTABLE from v4 on (measured on Kafka 3.8)
+    err = abortable(unverified.get((TOPIC, partition), ErrorCode.none), version >= 4)
+    return _FOR_OFFSETS.get(err, err)
 
 
 @api(28, "TxnOffsetCommit", (0, 4))
@@ -54,7 +69,7 @@ async def handle(ctx, req):
     if refusal is not None:
         return respond(28, ctx.api_version, "TxnOffsetCommit", order, refusal)
     if wanted:
-        err = _verify(b, coord, req)
+        err = await _verify(b, coord, req, ctx.api_version)
         if err != ErrorCode.none:
             answers.update(dict.fromkeys(wanted, err))
         else:
