@@ -140,3 +140,29 @@ def test_a_follower_restarted_without_its_log_replicates_the_compacted_leader(br
     assert {k: v for k, (_o, v) in per_key(records(procs[victim])).items()} == latest
     below = [k for o, k, _v in records(procs[victim]) if o < cleaned]
     assert len(below) == len(set(below))  # at most one record per key below its checkpoint
+
+
+def test_a_new_leaders_producer_state_holds_the_last_five_batches_once(brokers, zk):
+    """Each replicated batch enters the follower's producer state once (it was applied
+    twice, halving the 5 batches remembered): after a failover, the new leader answers a
+    retry of the oldest of the last 5 batches as a duplicate, with its original offset."""
+    from tests.helpers.kbatch import build_batch, produce_raw
+    from tests.helpers.kbatch import connect as open_socket
+    procs, z = cluster(brokers, zk)
+    lead = state(z).leader
+    sent = [build_batch([(b"k", b"v%d" % seq, [], int(time.time() * 1000))],
+                        producer_id=4242, producer_epoch=0, base_sequence=seq)
+            for seq in range(5)]
+    offsets = []
+    with open_socket(procs[lead].bootstrap) as s:
+        for batch in sent:  # acks=all one by one: each reaches the followers in its own fetch
+            r = produce_raw(s, TOPIC, 0, batch)
+            assert r.error_code == 0
+            offsets.append(r.base_offset)
+    procs[lead].stop()  # controlled shutdown: an in-sync follower leads
+    new = eventually(lambda: state(z).leader, lambda n: n in procs and n != lead,
+                     timeout=WAIT_S)
+    with open_socket(procs[new].bootstrap) as s:
+        r = eventually(lambda: produce_raw(s, TOPIC, 0, sent[0]),
+                       lambda r: r.error_code != 6, timeout=WAIT_S)  # NOT_LEADER at first
+    assert (r.error_code, r.base_offset) == (0, offsets[0])
