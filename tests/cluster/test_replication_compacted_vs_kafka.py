@@ -9,34 +9,19 @@ import glob
 import os
 import signal
 
-import pytest
-from kafka.protocol.admin import CreateTopicsRequest
 
 from kafkalite.wire.errors import ErrorCode
 from tests.cluster.test_membership import (WAIT_S, Zk, brokers, connect, registered,  # noqa: F401
                                            zk)
 from tests.cluster.test_replication_compacted import COMPACTED, KEYS, overwrite, per_key
-from tests.cluster.test_zk_admin_apis import controller_id, states
+from tests.cluster.test_zk_admin_apis import controller_id, create, states
 from tests.helpers import zookeeper as zkh
-from tests.helpers.kbatch import batch_headers, call, decode_records
-from tests.helpers.kbatch import connect as open_socket
+from tests.helpers.kbatch import batch_headers, decode_records
 from tests.helpers.real_kafka import eventually
 
 TOPIC = "replicated"
 SETTINGS = {"replica.lag.time.max.ms": "2000", "zookeeper.session.timeout.ms": "20000",
             "log.cleaner.backoff.ms": "200", "log.cleaner.dedupe.buffer.size": "4194304"}
-
-
-def create_led(bootstrap: str, replicas: list[int]):
-    T = CreateTopicsRequest[7].CreatableTopic
-    req = CreateTopicsRequest[7](topics=[T(
-        name=TOPIC, num_partitions=-1, replication_factor=-1, assignments=[
-            T.CreatableReplicaAssignment(partition_index=0, broker_ids=replicas)],
-        configs=[T.CreatableTopicConfig(name=k, value=v) for k, v in COMPACTED.items()])],
-        timeout_ms=15000, validate_only=False)
-    with open_socket(bootstrap) as s:
-        (row,) = call(s, req).topics
-    return row
 
 
 def log_bytes(broker) -> bytes:
@@ -65,24 +50,23 @@ def gaps(broker) -> bool:
 def scenario(procs: dict, z: Zk) -> list:
     seen: list = []
     cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
-    # the controller leads: the stopped follower is not the one Kafka's leader asks for
-    # ISR changes (AlterPartition)
-    replicas = [cid, *(i for i in procs if i != cid)]
-    row = eventually(lambda: create_led(procs[cid].bootstrap, replicas),
+    row = eventually(lambda: create(procs[cid].bootstrap, TOPIC, 1, 3, COMPACTED),
                      lambda r: r.error_code in (0, ErrorCode.topic_already_exists),
                      timeout=WAIT_S)
     assert row.error_code == 0
     first = eventually(lambda: states(z, TOPIC, [0]).get(0),
                        lambda s: s is not None and len(s.isr) == 3, timeout=WAIT_S)
     lead = procs[first.leader]
-    victim = procs[replicas[1]]
+    # neither the leader nor the controller (whom Kafka's leader asks for ISR changes)
+    stopped = next(i for i in procs if i not in (first.leader, cid))
+    victim = procs[stopped]
     overwrite(lead.bootstrap, range(3))
     victim.proc.send_signal(signal.SIGSTOP)
     try:
         latest = overwrite(lead.bootstrap, range(3, 30))
         shrunk = eventually(lambda: states(z, TOPIC, [0])[0], lambda st: len(st.isr) == 2,
                             timeout=WAIT_S)
-        seen.append(("isr without the stopped follower", replicas[1] in shrunk.isr))
+        seen.append(("isr without the stopped follower", stopped in shrunk.isr))
         cleaned = eventually(lambda: gaps(lead) and len(records(lead)) < 29 * KEYS,
                              lambda ok: ok, timeout=WAIT_S)
         seen.append(("leader cleaned, with gaps", cleaned))
@@ -99,22 +83,16 @@ def scenario(procs: dict, z: Zk) -> list:
     return seen
 
 
-@pytest.fixture
-def kafka_cluster(zookeeper):
+def test_a_follower_catches_up_with_a_compacted_leader_as_kafka(brokers, zk, zookeeper):
+    # Kafka's brokers are stopped before kafkalite's start (2 cores for both)
     with zkh.kafka_on_zookeeper(zookeeper, (1, 2, 3), {
-            **SETTINGS, "auto.leader.rebalance.enable": "false"}) as (connect, made):
-        z = Zk(connect)
+            **SETTINGS, "auto.leader.rebalance.enable": "false"}) as (kafka_connect, made):
+        kafka_z = Zk(kafka_connect)
         try:
-            yield made, z
+            expected = scenario(made, kafka_z)
         finally:
-            z.close()
-
-
-def test_a_follower_catches_up_with_a_compacted_leader_as_kafka(brokers, zk, kafka_cluster):
-    kafka_procs, kafka_z = kafka_cluster
-    expected = scenario(kafka_procs, kafka_z)
+            kafka_z.close()
     procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
     z = zk()
     registered(z, {1, 2, 3})
-    got = scenario(procs, z)
-    assert got == expected
+    assert scenario(procs, z) == expected
