@@ -166,3 +166,30 @@ def test_a_new_leaders_producer_state_holds_the_last_five_batches_once(brokers, 
         r = eventually(lambda: produce_raw(s, TOPIC, 0, sent[0]),
                        lambda r: r.error_code != 6, timeout=WAIT_S)  # NOT_LEADER at first
     assert (r.error_code, r.base_offset) == (0, offsets[0])
+
+
+def test_a_replica_added_by_reassignment_copies_the_compacted_leader(brokers, zk):
+    """RF=2, compacted by the leader's cleaner; a reassignment adds the third broker, whose
+    new log starts with the leader's batches above offset 0, joins the ISR and holds each
+    key at the leader's offsets."""
+    from tests.cluster.test_reassignment import alter
+    from tests.cluster.test_zk_admin_apis import assignment, controller_id, create
+    procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **BROKER)))
+    z = zk()
+    registered(z, {1, 2, 3})
+    cid = eventually(lambda: controller_id(z), lambda c: c in procs, timeout=WAIT_S)
+    assert create(procs[cid].bootstrap, TOPIC, 1, 2, COMPACTED).error_code == 0
+    placed = eventually(lambda: assignment(z, TOPIC), lambda a: a is not None,
+                        timeout=WAIT_S).partitions[0]
+    added = next(i for i in procs if i not in placed)
+    eventually(lambda: set(isr(z)), lambda s: s == set(placed), timeout=WAIT_S)
+    lead = state(z).leader
+    latest = overwrite(bootstrap(procs), range(20))
+    eventually(lambda: batch_headers(log_bytes(procs[lead]))[0].base_offset,
+               lambda first: first > 0, timeout=WAIT_S)  # the first batches were removed
+    assert alter(procs[cid].bootstrap, {(TOPIC, 0): [*placed, added]})[0] == 0
+    assert wait_isr(z, lambda s: s == set(procs)) == set(procs)
+    theirs = per_key(records(procs[lead]))
+    assert {k: v for k, (_o, v) in theirs.items()} == latest
+    assert eventually(lambda: per_key(records(procs[added])), lambda m: m == theirs,
+                      timeout=WAIT_S) == theirs
