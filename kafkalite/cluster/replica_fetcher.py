@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..broker.build import ms
-from ..log.replica import follow_producer_state
 from ..wire.errors import ErrorCode
 from ..wire.records import HEADER_SIZE, parse_header
 from .inter_broker import Channel, InterBroker
@@ -259,10 +258,10 @@ class SourceFetcher:
                     # the leader's log start is inside this batch (DeleteRecords): the empty
                     # log starts at the batch instead (Kafka's appendRecordsToFollower)
                     p.truncate_fully_and_start_at(first.base_offset)
-            headers = p.append_replica(data)
-            if headers:
-                follow_producer_state(p, self.owner.broker.producer_state(p), headers)
-                appended = True
+            # attached to the log, the producer state follows each batch in append_replica
+            # (once: applying the headers here again filled its 5-batch memory twice)
+            self.owner.broker.producer_state(p)
+            appended = bool(p.append_replica(data))
         p.update_high_watermark(min(r.high_watermark, p.log_end_offset))
         if p.log_start_offset < r.log_start_offset <= p.high_watermark:
             p.delete_records(r.log_start_offset)  # the leader's log start, as Kafka's follower

@@ -75,7 +75,10 @@ def record_spans(batch, h: BatchHeader) -> tuple[bytes, list[RecordSpan]]:
 
 def _pack(h: BatchHeader, attributes: int, last_delta: int, base_ts: int, max_ts: int,
           count: int, records: bytes) -> bytes:
-    head = bytearray(_HEADER.pack(h.base_offset, HEADER_SIZE - 12 + len(records), 0, 2, 0,
+    # partitionLeaderEpoch kept (Kafka's buildRetainedRecordsInto / writeEmptyHeader): a
+    # follower's leader-epoch cache learns it from the batches it fetches.
+    head = bytearray(_HEADER.pack(h.base_offset, HEADER_SIZE - 12 + len(records),
+                                  h.partition_leader_epoch, 2, 0,
                                   attributes, last_delta, base_ts, max_ts, h.producer_id,
                                   h.producer_epoch, h.base_sequence, count))
     crc = crc32c.crc32c(records, crc32c.crc32c(memoryview(head)[_AFTER_CRC_AT:]))

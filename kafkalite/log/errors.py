@@ -25,8 +25,8 @@ def storage_error(e: OSError, what: str) -> StorageError:
 
 
 class UnexpectedAppendOffset(LogError):
-    """A replicated append whose first offset is not the log end offset (a gap or an
-    overlap): Kafka's UnexpectedAppendOffsetException."""
+    """A replicated append with a batch below the log end offset or below the batch before
+    it (gaps are accepted): Kafka's UnexpectedAppendOffsetException."""
 
 
 class CorruptRecord(LogError):

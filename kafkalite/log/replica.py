@@ -39,9 +39,14 @@ log = logging.getLogger("kafkalite.log")
 def replica_batches(data: bytes | bytearray | memoryview, log_end_offset: int
                     ) -> list[tuple[int, BatchHeader]]:
     """(position, header) of the whole batches in `data`, checked as a follower checks a
-    leader's Fetch answer: framing and CRC per batch (no record is decoded), the first at
+    leader's Fetch answer: framing and CRC per batch (no record is decoded), none below
     `log_end_offset`, offsets increasing. A trailing partial batch is left out. Raises
-    UnexpectedAppendOffset, CorruptRecord."""
+    UnexpectedAppendOffset, CorruptRecord.
+
+    Offset gaps are accepted, before the first batch as between two, as Kafka's
+    UnifiedLog.append without offset assignment (only an offset below the log end or out of
+    order is refused): a compacted leader's log has them, where the cleaner removed whole
+    batches, so a follower's fetch from its log end may get a first batch above it."""
     out: list[tuple[int, BatchHeader]] = []
     pos, n, expected = 0, len(data), log_end_offset
     while pos + HEADER_SIZE <= n:
@@ -51,14 +56,11 @@ def replica_batches(data: bytes | bytearray | memoryview, log_end_offset: int
                                 f"{h.batch_length}, lastOffsetDelta {h.last_offset_delta})")
         if pos + h.size > n:
             break
-        if not out and h.base_offset != expected:
-            what = "gap" if h.base_offset > expected else "overlap"
+        if h.base_offset < expected:
+            where = (f"the log ends at {expected}" if not out else
+                     f"the batch before it ends at {expected - 1}")
             raise UnexpectedAppendOffset(
-                f"replicated batches start at offset {h.base_offset}, the log ends at "
-                f"{expected} ({what})")
-        if out and h.base_offset < expected:
-            raise UnexpectedAppendOffset(f"batch at offset {h.base_offset} overlaps the one "
-                                         f"before it (ending at {expected - 1})")
+                f"replicated batch at offset {h.base_offset} overlaps: {where}")
         if not crc_ok(data, pos, h.size):
             raise CorruptRecord(f"batch at offset {h.base_offset}: CRC32C mismatch")
         out.append((pos, h))
@@ -179,8 +181,9 @@ class ReplicaLog:
 
     def append_replica(self, data: bytes | bytearray | memoryview) -> list[BatchHeader]:
         """Append whole batches exactly as the leader's Fetch returned them (offsets,
-        leader epochs, timestamps kept); the first must start at the log end offset. A
-        trailing partial batch is ignored. The attached `producer_state` (the broker's
+        leader epochs, timestamps kept); none may start below the log end offset, gaps
+        (a compacted leader's) are kept, and the log end becomes the last batch's last
+        offset + 1. A trailing partial batch is ignored. The attached `producer_state` (the broker's
         ProducerStates.attach/load; none attached: nothing) follows each batch before the
         next one may roll the log, so each roll's producer snapshot holds what precedes
         it. Returns the headers appended. Raises UnexpectedAppendOffset, CorruptRecord
