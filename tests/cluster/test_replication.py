@@ -213,8 +213,17 @@ def test_min_insync_replicas_refuses_acks_all_with_two_brokers_stopped(brokers, 
             r = produce_raw(s, TOPIC, 0, simple_batch(1), acks=1, correlation_id=2)
             assert r.error_code == 0  # acks=1 is not refused; the followers fall behind
             assert wait_isr(z, lambda i: i == {lead}) == {lead}
-            r = produce_raw(s, TOPIC, 0, simple_batch(1), correlation_id=3)
-            assert r.error_code == ErrorCode.not_enough_replicas
+            # The leader takes the shrunk ISR when its own write's answer comes back, which a
+            # loaded machine can deliver after the znode is seen here; until then an acks=all
+            # append is accepted and times out waiting for the stopped followers, as in Kafka
+            # while an ISR change is pending. Bounded: a few request timeouts at most.
+            codes = []
+            for attempt in range(4):
+                r = produce_raw(s, TOPIC, 0, simple_batch(1), correlation_id=3 + attempt)
+                codes.append(r.error_code)
+                if r.error_code != ErrorCode.request_timed_out:
+                    break
+            assert codes[-1] == ErrorCode.not_enough_replicas, codes
         finally:
             for b in others:
                 resume(b)
