@@ -33,13 +33,32 @@ def spark_write(spark, servers: str, values: list[str]) -> None:
 
 
 def read_values(reader, servers: str):
+    # The driver's AdminClient (kafka-clients 3.9) sends a ListOffsets to the leader its
+    # Metadata named; when that broker dies and leaves the Metadata, the call waits for the
+    # node to come back (its ConstantNodeIdProvider, as we read it) until
+    # default.api.timeout.ms (60 s), then Spark retries with a fresh AdminClient
+    # (fetchOffset.numRetries). The first run stalled one micro-batch 62 s so; with 10 s the
+    # stall is ~12 s and the retry still has to find the new leader. (The AdminClient refuses
+    # a default.api.timeout.ms below request.timeout.ms.)
     return (reader.format("kafka").option("kafka.bootstrap.servers", servers)
+            .option("kafka.request.timeout.ms", "5000")
+            .option("kafka.default.api.timeout.ms", "10000")
             .option("subscribe", TOPIC).option("startingOffsets", "earliest").load()
             .selectExpr("CAST(value AS STRING) AS value"))
 
 
 def sink_values(spark, table: str) -> list[str]:
     return sorted(r["value"] for r in spark.table(table).collect())
+
+
+def sink_reaches(spark, table: str, query, expected: list[str]) -> list[str]:
+    """The sink's values once they number len(expected), or as they are when the query has
+    died (bounded: QUERY_WAIT_S)."""
+    got = eventually(lambda: sink_values(spark, table),
+                     lambda g: len(g) >= len(expected) or not query.isActive,
+                     timeout=QUERY_WAIT_S, interval=0.5)
+    assert query.isActive and query.exception() is None, query.exception()
+    return got
 
 
 @pytest.mark.timeout(240)
@@ -61,8 +80,7 @@ def test_a_running_query_and_the_batch_writer_follow_a_killed_leader(kafka_spark
              .queryName(table).option("checkpointLocation", str(tmp_path / "ck"))
              .trigger(processingTime="1 second").start())
     try:
-        assert eventually(lambda: sink_values(spark, table), lambda got: got == expected,
-                          timeout=QUERY_WAIT_S, interval=0.5) == expected
+        assert sink_reaches(spark, table, query, expected) == expected
         print(f"\n{time.monotonic() - t0:.1f} s: the query has read the first {len(expected)}")
 
         lead = state(z).leader
@@ -78,14 +96,15 @@ def test_a_running_query_and_the_batch_writer_follow_a_killed_leader(kafka_spark
         print(f"{time.monotonic() - t0:.1f} s: leader {lead} killed, {new} leads, "
               f"{2 * N + 2 * M} written")
 
-        got = eventually(lambda: sink_values(spark, table), lambda g: len(g) >= len(expected),
-                         timeout=QUERY_WAIT_S, interval=0.5)
+        sink_reaches(spark, table, query, expected)
         time.sleep(2)  # two more triggers: a duplicate arriving late would show
         got = sink_values(spark, table)
         assert query.isActive and query.exception() is None, query.exception()
         assert len(got) == len(expected), (len(got), len(expected))
         assert got == expected, sorted(set(expected) ^ set(got))[:10]
-        print(f"{time.monotonic() - t0:.1f} s: the query holds all {len(got)}, once each")
+        slowest = max(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress)
+        print(f"{time.monotonic() - t0:.1f} s: the query holds all {len(got)}, once each; "
+              f"its slowest micro-batch took {slowest} ms")
     finally:
         query.stop()
     assert sorted(r["value"] for r in read_values(spark.read, servers).collect()) == expected
