@@ -340,3 +340,18 @@ class ClientQuotas:
 
 def describe_entries(entries: Any) -> list[tuple[str, int, str | None]]:
     return [(c.entity_type, c.match_type, c.match) for c in entries]
+
+
+async def commit_plan(broker: Any, kind: str, changes: Any) -> KafkaError | None:
+    """Make an alter's planned changes (`kind` "quotas" or "scram", the broker's store): in
+    a ZooKeeper cluster written there before the answer (config_changes' write_<kind>, which
+    applies them here too), else applied locally. The ZooKeeper failure, or None."""
+    zk = getattr(broker, "config_changes", None)
+    try:
+        if zk is None:
+            getattr(broker, kind).apply(changes)
+        else:
+            await getattr(zk, f"write_{kind}")(changes)
+    except KafkaError as e:
+        return e
+    return None

@@ -179,8 +179,9 @@ class EntityConfigs:
     def __init__(self, broker: Any, zk: ZkClient):
         self.broker = broker
         self.zk = zk
-        static = broker.config["kafkalite.sasl.scram.users"] or ""
-        broker.scram.follow_zookeeper(i.strip().partition(":")[0] for i in static.split(","))
+        spec = broker.config["kafkalite.sasl.scram.users"] or ""
+        self.static = {i.strip().partition(":")[0] for i in spec.split(",")} - {""}
+        broker.scram.follow_zookeeper(self.static)
         broker.quotas.follow_zookeeper()
 
     # --- writing (the alter handlers, before they answer) -----------------------------
@@ -231,14 +232,10 @@ class EntityConfigs:
                         seen_users.add(desanitize(n))
         scram, quotas = self.broker.scram, self.broker.quotas
         scram.apply({u: {m: None for m in mechs} for u, mechs in list(scram.creds.items())
-                     if u not in seen_users and not self._static(u)})
+                     if u not in seen_users and u not in self.static})
         for key, (entity, _) in list(quotas.configs.items()):
             if key not in seen_quotas:
                 quotas.set_entity(entity, {})
-
-    def _static(self, user: str) -> bool:
-        static = self.broker.config["kafkalite.sasl.scram.users"] or ""
-        return user in {i.strip().partition(":")[0] for i in static.split(",")}
 
     async def _children(self, path: str) -> list[str]:
         try:
@@ -272,6 +269,7 @@ class EntityConfigs:
                 log.error("Ignoring the %s credential of %s: %s", key, user, e)
                 want[mech] = None
         have = self.broker.scram.creds.get(user, {})
-        if all(have.get(m) == c for m, c in want.items()):
-            return
+        if all(have.get(m) == c for m, c in want.items()) or (
+                user in self.static and not any(want.values())):
+            return  # a static user keeps its credentials until ZooKeeper holds some
         self.broker.scram.apply({user: want})

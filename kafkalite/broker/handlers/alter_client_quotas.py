@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from ...wire.codec import response_class
 from ..build import ZERO, make, response_module
-from ...wire.errors import ErrorCode, KafkaError
+from ...wire.errors import ErrorCode
+from ..quotas import commit_plan
 from ..registry import api
 from ...security.acl_check import CLUSTER_AUTHORIZATION_FAILED, cluster
 from ...security.acls import Operation
@@ -34,13 +35,7 @@ async def handle(ctx, req):
                  [(op.key, op.value, op.remove) for op in entry.ops]) for entry in req.entries]
     if cluster(ctx, Operation.ALTER_CONFIGS):
         results, changed = ctx.broker.quotas.plan(entries, req.validate_only)
-        zk = getattr(ctx.broker, "config_changes", None)  # a ZooKeeper cluster's
-        try:
-            if zk is None:
-                ctx.broker.quotas.apply(changed)
-            else:
-                await zk.write_quotas(changed)
-        except KafkaError as e:
+        if (e := await commit_plan(ctx.broker, "quotas", changed)) is not None:
             results = [(entity, e.code if code == ErrorCode.none else code,
                         e.message if code == ErrorCode.none else m)
                        for entity, code, m in results]

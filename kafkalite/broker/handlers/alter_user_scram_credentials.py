@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ...wire.codec import response_class
 from ..build import ZERO, make, response_module
-from ...wire.errors import ErrorCode, KafkaError
+from ...wire.errors import ErrorCode
+from ..quotas import commit_plan
 from ..registry import api
 from ...security.acl_check import cluster, not_authorized
 from ...security.acls import Operation
@@ -37,13 +38,7 @@ async def handle(ctx, req):
         [(d.name, d.mechanism) for d in req.deletions],
         [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
          for u in req.upsertions])
-    zk = getattr(ctx.broker, "config_changes", None)  # a ZooKeeper cluster's
-    try:
-        if zk is None:
-            ctx.broker.scram.apply(changes)
-        else:
-            await zk.write_scram(changes)
-    except KafkaError as e:
+    if (e := await commit_plan(ctx.broker, "scram", changes)) is not None:
         results = [(u, e.code if u in changes else code, e.message if u in changes else m)
                    for u, code, m in results]
     return make(response_class(51, v), throttle_time=ZERO, results=tuple(
