@@ -1,7 +1,8 @@
 # Client quotas, as Kafka's ClientQuotaControlManager (storage and validation),
 # ClientQuotasImage.describe (filters) and ClientQuotaManager (enforcement). Sans-I/O apart
-# from persisting the configs (atomic_write under the data dir's .kafkalite/); time comes
-# from the injected clock.
+# from persisting the configs (atomic_write under the data dir's .kafkalite/; in a ZooKeeper
+# cluster they live in ZooKeeper instead, cluster/entity_configs.py); time comes from the
+# injected clock.
 #
 # Entities are user / client-id (alone or together) or ip, each named or the default (None).
 # A producer or consumer is held to the first of Kafka's eight user/client-id entities that
@@ -152,6 +153,14 @@ class ClientQuotas:
               validate_only: bool) -> list[tuple[Entity, int, str | None]]:
         """AlterClientQuotas: (entity as answered, error code, message) per distinct entity,
         in Kafka's result order. Entities arrive as the request's (type, name) pairs."""
+        results, changed = self.plan(entries, validate_only)
+        self.apply(changed)
+        return results
+
+    def plan(self, entries: list[tuple[Entity, list[tuple[str, float, bool]]]],
+             validate_only: bool) -> tuple[list[tuple[Entity, int, str | None]], dict]:
+        """alter's answer and its changes ({entity key: (entity, quotas) or None}) without
+        applying them: in a cluster they go to ZooKeeper first."""
         results: dict[frozenset, tuple[Entity, int, str | None]] = {}
         order: list[frozenset] = []
         changed: dict[frozenset, tuple[Entity, dict[str, float]] | None] = {}
@@ -169,10 +178,25 @@ class ClientQuotas:
             error = self._alter_one(entity, ops, validate_only, changed)
             results[key] = (entity, ErrorCode.invalid_request if error else ErrorCode.none,
                             error)
+        return [results[k] for k in hashmap_order(order, entity_hash)], changed
+
+    def apply(self, changed: dict) -> None:
         if changed:
             self.configs = rebuilt(self.configs, changed, entity_hash)
             self._save()
-        return [results[k] for k in hashmap_order(order, entity_hash)]
+
+    def set_entity(self, entity: Entity, quotas: dict[str, float]) -> None:
+        """The entity's complete quota set, as ZooKeeper holds it ({} removes it)."""
+        key = entity_key(entity)
+        old = self.configs.get(key)
+        if (old[1] if old else {}) != quotas:
+            self.apply({key: (entity, quotas) if quotas else None})
+
+    def follow_zookeeper(self) -> None:
+        """In a ZooKeeper cluster the quota configs live in ZooKeeper (/config/users,
+        /config/clients, /config/ips), which the broker follows: no local file."""
+        self.path = None
+        self.configs = {}
 
     def _alter_one(self, entity: Entity, ops: list[tuple[str, float, bool]],
                    validate_only: bool, changed: dict) -> str | None:
@@ -316,3 +340,18 @@ class ClientQuotas:
 
 def describe_entries(entries: Any) -> list[tuple[str, int, str | None]]:
     return [(c.entity_type, c.match_type, c.match) for c in entries]
+
+
+async def commit_plan(broker: Any, kind: str, changes: Any) -> KafkaError | None:
+    """Make an alter's planned changes (`kind` "quotas" or "scram", the broker's store): in
+    a ZooKeeper cluster written there before the answer (config_changes' write_<kind>, which
+    applies them here too), else applied locally. The ZooKeeper failure, or None."""
+    zk = getattr(broker, "config_changes", None)
+    try:
+        if zk is None:
+            getattr(broker, kind).apply(changes)
+        else:
+            await getattr(zk, f"write_{kind}")(changes)
+    except KafkaError as e:
+        return e
+    return None

@@ -12,7 +12,8 @@
 # At its start a broker also reads the configs of every local topic and its broker configs
 # (changes made while it was down may have expired). Notifications older than 15 minutes (on the
 # broker's injected clock, against the znode's creation time) are deleted when notifications
-# are processed, by any broker, as Kafka purges them.
+# are processed, by any broker, as Kafka purges them. SCRAM credentials and client quotas
+# (users / clients / ips entities) are entity_configs.py's: read at start, then followed here.
 from __future__ import annotations
 
 import logging
@@ -20,6 +21,7 @@ from typing import Any, Awaitable, Mapping
 
 from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
+from .entity_configs import CLIENTS, IPS, USERS, EntityConfigs
 from .follow import PathFollower
 from .zk import NodeExists, NoNode, ZkClient, ZkError
 
@@ -100,8 +102,13 @@ class ConfigChanges(PathFollower):
         self.clock = clock
         self.last_seq = -1  # the newest notification handled
         self._synced = False
+        self.entities = EntityConfigs(broker, zk)  # credentials and quotas
 
     async def start(self) -> None:
+        try:  # users and quotas in place before the listeners serve
+            await self.entities.sync()
+        except ZkError as e:  # read again by the first refresh
+            log.warning("Reading users and quotas from ZooKeeper: %r", e)
         self.follow(first_refresh=True)
 
     # --- the alter APIs' ZooKeeper steps (a ZooKeeper failure: UNKNOWN_SERVER_ERROR) -------
@@ -125,6 +132,12 @@ class ConfigChanges(PathFollower):
         """Write and announce a dynamic broker config level (the caller applies it)."""
         await _answered(change_entity_config(self.zk, BROKERS, self._entity(level), configs))
 
+    async def write_scram(self, changes: Mapping[str, Any]) -> None:
+        await _answered(self.entities.write_scram(changes))
+
+    async def write_quotas(self, changed: Mapping[Any, Any]) -> None:
+        await _answered(self.entities.write_quotas(changed))
+
     def _entity(self, level: str) -> str:
         from ..config import DEFAULT_LEVEL
         return zkdata.DEFAULT_ENTITY if level == DEFAULT_LEVEL else str(self.broker.node_id)
@@ -136,6 +149,7 @@ class ConfigChanges(PathFollower):
         changes = sorted((s, n) for n in names if (s := change_sequence(n)) >= 0)
         if not self._synced:
             await self._sync_local_topics()
+            await self.entities.sync()
             self._synced = True
         for seq, name in changes:
             if seq > self.last_seq:
@@ -166,6 +180,8 @@ class ConfigChanges(PathFollower):
             await self.apply_topic(entity_name)
         elif entity_type == BROKERS:
             await self.apply_brokers(entity_name)
+        elif entity_type in (USERS, CLIENTS, IPS):
+            await self.entities.apply(entity_type, entity_name)
 
     async def apply_topic(self, topic: str) -> None:
         """Bring the local log's overrides to what ZooKeeper holds (no local log: nothing)."""

@@ -4,7 +4,8 @@
 # Neither the password nor the salted password is kept: the client sends the salted password
 # (AlterUserScramCredentials) and only the two derived keys are stored, which is all a SASL
 # SCRAM exchange needs to verify a client and prove the server. Persisted atomically under
-# the data directory's .kafkalite/ and loaded at start. No network I/O.
+# the data directory's .kafkalite/ and loaded at start; in a ZooKeeper cluster they live in
+# /config/users instead (cluster/entity_configs.py writes and follows them). No network I/O.
 from __future__ import annotations
 
 import base64
@@ -13,7 +14,7 @@ import hmac
 import json
 import os
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..fileio import atomic_write
 from ..javahash import hashmap_order, string_hash
@@ -88,6 +89,15 @@ class ScramStore:
         """(user, error code, message) per user: successful deletions, then successful
         upsertions, then errors, each group as Kafka's HashMap walks it. A user named twice
         in one request is DUPLICATE_RESOURCE and none of its changes apply."""
+        results, changes = self.plan(deletions, upsertions)
+        self.apply(changes)
+        return results
+
+    def plan(self, deletions: Iterable[tuple[str, int]],
+             upsertions: Iterable[tuple[str, int, int, bytes, bytes]]
+             ) -> tuple[list[tuple[str, int, str | None]], dict[str, dict[int, Any]]]:
+        """alter's answer and the changes it makes ({user: {mechanism: credential, or None
+        to delete}}) without making them: in a cluster they go to ZooKeeper first."""
         deletions, upsertions = list(deletions), list(upsertions)
         dels: dict[str, int] = {}
         ups: dict[str, tuple[int, int, bytes, bytes]] = {}
@@ -125,19 +135,35 @@ class ScramStore:
             # Kafka's HMAC refuses an empty key: the whole request fails, every user named
             # in it answered UNKNOWN_SERVER_ERROR, sorted (getErrorResponse).
             users = sorted({u for u, _ in deletions} | {u[0] for u in upsertions})
-            return [(u, ErrorCode.unknown_server_error, None) for u in users]
-        for user, mech in dels.items():
-            del self.creds[user][mech]
-            if not self.creds[user]:
-                del self.creds[user]
+            return [(u, ErrorCode.unknown_server_error, None) for u in users], {}
+        changes: dict[str, dict[int, Any]] = {u: {m: None} for u, m in dels.items()}
         for user, (mech, iterations, salt, salted) in ups.items():
-            self.creds.setdefault(user, {})[mech] = make_credential(mech, salt, salted,
-                                                                    iterations)
-        if dels or ups:
-            self._save()
+            changes[user] = {mech: make_credential(mech, salt, salted, iterations)}
         ok = [(u, ErrorCode.none, None) for u in hashmap_order(dels, string_hash)]
         ok += [(u, ErrorCode.none, None) for u in hashmap_order(ups, string_hash)]
-        return ok + [(u, *errors[u]) for u in hashmap_order(errors, string_hash)]
+        return ok + [(u, *errors[u]) for u in hashmap_order(errors, string_hash)], changes
+
+    def apply(self, changes: dict[str, dict[int, Any]]) -> None:
+        """Set or (None) delete credentials: {user: {mechanism: credential or None}}."""
+        for user, mechs in changes.items():
+            for mech, cred in mechs.items():
+                if cred is None:
+                    self.creds.get(user, {}).pop(mech, None)
+                else:
+                    self.creds.setdefault(user, {})[mech] = cred
+            if user in self.creds and not self.creds[user]:
+                del self.creds[user]
+        if changes:
+            self._save()
+
+    def follow_zookeeper(self, keep: Iterable[str]) -> None:
+        """In a ZooKeeper cluster the credentials live in ZooKeeper (/config/users), which
+        the broker then follows: nothing is kept in the local file any more, and only the
+        users of the static configuration (kafkalite.sasl.scram.users) stay until
+        ZooKeeper says otherwise."""
+        self.path = None
+        keep = set(keep)
+        self.creds = {u: m for u, m in self.creds.items() if u in keep}
 
     def describe(self, users: list[str] | None
                  ) -> list[tuple[str, int, str, list[tuple[int, int]]]]:
