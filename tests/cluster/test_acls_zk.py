@@ -119,6 +119,7 @@ def test_acls_created_at_one_broker_are_enforced_by_every_broker(brokers, zk):
     assert out[0] == [ALLOWED] * 6
     assert [code for code, _ in out[1]] == [ErrorCode.none] * 3
     assert set(out[2]) == {"/kafka-acl/Topic/secret", "/kafka-acl-extended/prefixed/Topic/pre-"}
+    assert [len(n) for n in out[3].values()] == [1, 1]  # one notification per resource
     assert out[4] == [REFUSED] * 4
     assert out[5] == [ALLOWED] * 6
     assert out[6][2] == sorted([DENY_SECRET, ALLOW_SECRET, DENY_PREFIX])
