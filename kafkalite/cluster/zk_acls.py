@@ -5,9 +5,9 @@
 # - Writing (AclAuthorizer.updateResourceAcls): per resource, read the znode and its version,
 #   add or remove the entries, write it back conditionally on that version (create when
 #   missing, delete when no entry is left); a conflict (another broker wrote meanwhile) reads
-#   again, up to MAX_UPDATE_RETRIES; then the notification, then this broker's cache takes
-#   what was written. The answer goes back after the write; a ZooKeeper failure is
-#   UNKNOWN_SERVER_ERROR.
+#   again after a pause (100-150 ms), up to MAX_UPDATE_RETRIES; then the notification, then
+#   this broker's cache takes what was written. The answer goes back after the write; a
+#   ZooKeeper failure is UNKNOWN_SERVER_ERROR.
 # - Following (ZkNodeChangeNotificationListener): at start the broker loads every resource's
 #   znode, then follows both notification znodes; each notification re-reads the named
 #   resource's znode into the cache. Old notifications are purged (cluster/notifications.py).
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from typing import Any, Iterable
 
 from ..security.acls import (AclBinding, Authorizer, Operation, PatternType, Permission,
@@ -29,6 +30,7 @@ from .zk import BadVersion, NodeExists, NoNode, ZkClient, ZkError
 log = logging.getLogger("kafkalite.cluster")
 
 MAX_UPDATE_RETRIES = 10  # AclAuthorizer's maxUpdateRetries
+RETRY_BACKOFF_MS, RETRY_BACKOFF_JITTER_MS = 100, 50  # its pause before reading again
 
 
 def _camel(name: str) -> str:
@@ -91,6 +93,8 @@ async def update_resource(zk: ZkClient, key: ResourceKey, add: Iterable[zkdata.A
             else:
                 await zk.set(path, zkdata.encode_acls(new), version=version)
         except (BadVersion, NodeExists, NoNode):  # written meanwhile by another broker
+            await asyncio.sleep((RETRY_BACKOFF_MS + random.randrange(RETRY_BACKOFF_JITTER_MS))
+                                / 1000)
             continue
         parent, data = zkdata.encode_acl_change(key[0].name, key[1].name, key[2])
         await zk.create(f"{parent}/{zkdata.ACL_CHANGE_PREFIX}", data, sequence=True,
