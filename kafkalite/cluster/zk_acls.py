@@ -197,6 +197,9 @@ async def start_zk_acls(broker: Any, zk: ZkClient, clock: Any) -> ZkAcls | None:
     """In a cluster with an authorizer: its ACLs from ZooKeeper from now on (None without)."""
     if broker.authorizer is None:
         return None
+    if broker.authorizer.acls:
+        log.warning("Not using the %d ACL bindings of .kafkalite/acls.json: a cluster's ACLs "
+                    "live in ZooKeeper", len(broker.authorizer.acls))
     acls = ZkAcls(broker.authorizer, zk, clock)
     await acls.start()
     log.info("Loaded %d ACL bindings from ZooKeeper", len(broker.authorizer.acls))
