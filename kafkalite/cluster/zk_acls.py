@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any, Iterable
+from typing import Any, Callable
 
-from ..security.acls import (AclBinding, Authorizer, Operation, PatternType, Permission,
+from ..security.acls import (AclBinding, AclFilter, Authorizer, Operation, PatternType, Permission,
                              ResourceKey, ResourceType, resource_of)
 from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
@@ -73,16 +73,15 @@ async def read_resource(zk: ZkClient, key: ResourceKey
     return zkdata.decode_acls(data), st.version
 
 
-async def update_resource(zk: ZkClient, key: ResourceKey, add: Iterable[zkdata.AclEntry],
-                          remove: Iterable[zkdata.AclEntry]) -> list[zkdata.AclEntry]:
-    """Read-modify-write of one resource's znode, conditional on its version; announces a
-    change. The entries now stored."""
-    add, remove = list(add), set(remove)
+async def update_resource(zk: ZkClient, key: ResourceKey,
+                          modify: Callable[[list[zkdata.AclEntry]], list[zkdata.AclEntry]]
+                          ) -> list[zkdata.AclEntry]:
+    """Read-modify-write of one resource's znode, conditional on its version (`modify` may
+    run more than once); announces a change. The entries now stored."""
     path = resource_path(key)
     for _ in range(MAX_UPDATE_RETRIES):
         current, version = await read_resource(zk, key)
-        new = [e for e in current if e not in remove]
-        new += [e for e in dict.fromkeys(add) if e not in new]
+        new = modify(current)
         if new == current:
             return current
         try:
@@ -143,12 +142,41 @@ class ZkAclStore:
         for b in removed:
             by_key.setdefault(resource_of(b), ([], []))[1].append(b)
         for key, (add, remove) in by_key.items():
-            try:
-                stored = await update_resource(self.zk, key, map(entry_of, add),
-                                               map(entry_of, remove))
-            except ZkError as e:
-                raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
-            auth.set_resource(key, (binding_of(key, e) for e in stored))
+            gone = set(map(entry_of, remove))
+            new = [entry_of(b) for b in add]
+            await self._update(auth, key, lambda current: [e for e in current if e not in gone]
+                               + [e for e in dict.fromkeys(new) if e not in current])
+
+    async def delete(self, auth: Authorizer, filters: list[AclFilter]
+                     ) -> list[list[AclBinding]]:
+        """As AclAuthorizer.deleteAcls: the resources in the cache and those a filter names
+        exactly, each filter applied to what the znode holds when it is rewritten."""
+        keys = dict.fromkeys(resource_of(b) for b in auth.acls)
+        keys.update(dict.fromkeys(k for f in filters if (k := f.one_resource()) is not None))
+        matched: list[list[AclBinding]] = [[] for _ in filters]
+        for key in keys:
+            if not any(f.matches_resource(*key) for f in filters):
+                continue
+            found: list[list[AclBinding]] = []
+
+            def drop(current: list[zkdata.AclEntry], key: ResourceKey = key
+                     ) -> list[zkdata.AclEntry]:
+                found[:] = [[b for b in (binding_of(key, e) for e in current) if f.matches(b)]
+                            for f in filters]
+                gone = {entry_of(b) for m in found for b in m}
+                return [e for e in current if e not in gone]
+            await self._update(auth, key, drop)
+            for into, m in zip(matched, found):
+                into += m
+        return matched
+
+    async def _update(self, auth: Authorizer, key: ResourceKey,
+                      modify: Callable[[list[zkdata.AclEntry]], list[zkdata.AclEntry]]) -> None:
+        try:
+            stored = await update_resource(self.zk, key, modify)
+        except ZkError as e:
+            raise KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}") from None
+        auth.set_resource(key, (binding_of(key, e) for e in stored))
 
 
 class AclChanges(NotificationFollower):

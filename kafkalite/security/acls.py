@@ -96,23 +96,32 @@ class AclFilter:
         return (self.operation == Operation.UNKNOWN
                 or self.permission == Permission.UNKNOWN)
 
-    def matches(self, b: AclBinding) -> bool:
+    def matches_resource(self, rtype: ResourceType, ptype: PatternType, name: str) -> bool:
+        """Does the filter's pattern part match this resource pattern?"""
         if self.pattern_unknown() or self.entry_unknown():
             return False
-        if self.resource_type not in (ResourceType.ANY, b.resource_type):
+        if self.resource_type not in (ResourceType.ANY, rtype):
             return False
-        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH, b.pattern_type):
+        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH, ptype):
             return False
         if self.name is not None:
             if self.pattern_type != PatternType.MATCH:
-                if self.name != b.name:
-                    return False
-            elif b.pattern_type == PatternType.LITERAL:
-                if b.name not in (self.name, WILDCARD):
-                    return False
-            elif not self.name.startswith(b.name):
-                return False
-        return ((self.principal is None or self.principal == b.principal)
+                return self.name == name
+            if ptype == PatternType.LITERAL:
+                return name in (self.name, WILDCARD)
+            return self.name.startswith(name)
+        return True
+
+    def one_resource(self) -> tuple[ResourceType, PatternType, str] | None:
+        """The one resource pattern the filter names exactly (Kafka's matchesAtMostOne)."""
+        if (self.resource_type == ResourceType.ANY or self.name is None
+                or self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED)):
+            return None
+        return self.resource_type, self.pattern_type, self.name
+
+    def matches(self, b: AclBinding) -> bool:
+        return (self.matches_resource(b.resource_type, b.pattern_type, b.name)
+                and (self.principal is None or self.principal == b.principal)
                 and (self.host is None or self.host == b.host)
                 and self.operation in (Operation.ANY, b.operation)
                 and self.permission in (Permission.ANY, b.permission))
@@ -175,6 +184,10 @@ class AclStore(Protocol):
                      removed: set[AclBinding]) -> None:
         """Persist the change and bring `auth`'s cache to it; KafkaError when it failed."""
 
+    async def delete(self, auth: "Authorizer", filters: list["AclFilter"]
+                     ) -> list[list[AclBinding]]:
+        """Delete what the filters match, as one change: the bindings each one matched."""
+
 
 class LocalAclStore:
     """The broker's own .kafkalite/acls.json (a single broker, or none: in memory)."""
@@ -195,6 +208,12 @@ class LocalAclStore:
         # Encoded on the loop, written on the worker: it never sees a set being changed.
         data = json.dumps([b.as_list() for b in auth.acls], indent=0).encode()
         await asyncio.wrap_future(metadata_worker().submit(self._write, data))
+
+    async def delete(self, auth: "Authorizer", filters: list[AclFilter]
+                     ) -> list[list[AclBinding]]:
+        matched = [auth.describe(f) for f in filters]
+        await self.change(auth, [], {b for m in matched for b in m})
+        return matched
 
     def _write(self, data: bytes) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -270,24 +289,16 @@ class Authorizer:
                      ) -> list[tuple[int, str | None, list[AclBinding]]]:
         """Per filter: (error code, message, the bindings it matched). Every filter sees the
         bindings present before the request, as Kafka's controller applies them at once."""
-        out: list[tuple[int, str | None, list[AclBinding]]] = []
-        doomed: set[AclBinding] = set()
-        for f in filters:
-            if f.pattern_unknown():
-                out.append((ErrorCode.invalid_request, "Unknown patternFilter.", []))
-            elif f.entry_unknown():
-                out.append((ErrorCode.invalid_request, "Unknown entryFilter.", []))
-            else:
-                matched = self.describe(f)
-                doomed.update(matched)
-                out.append((ErrorCode.none, None, matched))
-        if doomed:
-            try:
-                await self.store.change(self, [], doomed)
-            except KafkaError as e:
-                return [(e.code, e.message, []) if code == ErrorCode.none else (code, msg, m)
-                        for code, msg, m in out]
-        return out
+        refused: list[tuple[int, str] | None] = [
+            (ErrorCode.invalid_request, "Unknown patternFilter.") if f.pattern_unknown() else
+            (ErrorCode.invalid_request, "Unknown entryFilter.") if f.entry_unknown() else None
+            for f in filters]
+        valid = [f for f, r in zip(filters, refused) if r is None]
+        try:
+            matched = iter(await self.store.delete(self, valid) if valid else ())
+        except KafkaError as e:
+            return [(*(r or (e.code, e.message)), []) for r in refused]
+        return [(*r, []) if r else (ErrorCode.none, None, next(matched)) for r in refused]
 
     # --- authorization ----------------------------------------------------------------------
 

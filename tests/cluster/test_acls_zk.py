@@ -35,8 +35,8 @@ from tests.integration.test_acls import create, delete, describe
 
 SETTINGS = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "allow.everyone.if.no.acl.found": "true"}
-TOPIC, LITERAL, PREFIXED, ANY = 2, 3, 4, 1
-DESCRIBE, DENY, ALLOW = 8, 2, 3
+TOPIC, GROUP, LITERAL, PREFIXED, ANY = 2, 3, 3, 4, 1
+READ, DESCRIBE, DENY, ALLOW = 3, 8, 2, 3
 ANON = "User:ANONYMOUS"
 DENY_SECRET = (TOPIC, "secret", LITERAL, ANON, "*", DESCRIBE, DENY)
 ALLOW_SECRET = (TOPIC, "secret", LITERAL, ANON, "*", DESCRIBE, ALLOW)
@@ -112,6 +112,29 @@ def scenario(connect_: str, bootstraps: dict[int, str]) -> list:
         z.close()
 
 
+UNSEEN = "/kafka-acl/Group/unseen"
+
+
+def unseen_scenario(connect_: str, bootstraps: dict[int, str]) -> list:
+    """A binding in ZooKeeper that no notification announced (its writer died before): the
+    caches do not list it and a DeleteAcls filter for any group does not find it, one naming
+    its resource exactly deletes it from the znode (Kafka's deleteAcls reads such a
+    resource)."""
+    other = bootstraps[max(bootstraps)]
+    z = Zk(connect_)
+    try:
+        z.client.create(UNSEEN, zkdata.encode_acls([zkdata.AclEntry(ANON, "Deny", "*", "Read")]))
+        out: list = [describe(other)]
+        out.append(delete(other, (GROUP, None, ANY, None, None, ANY, ANY)))
+        out.append(z.client.exists(UNSEEN) is not None)
+        out.append(delete(other, (GROUP, "unseen", LITERAL, None, None, ANY, ANY)))
+        out.append(z.client.exists(UNSEEN) is None)
+        out.append(notifications(z))
+        return out
+    finally:
+        z.close()
+
+
 def test_acls_created_at_one_broker_are_enforced_by_every_broker(brokers, zk):
     procs = dict(zip((1, 2, 3), brokers(1, 2, 3, **SETTINGS)))
     registered(zk(), (1, 2, 3))
@@ -128,6 +151,11 @@ def test_acls_created_at_one_broker_are_enforced_by_every_broker(brokers, zk):
     assert out[10] == [ALLOWED] * 2
     assert out[12] == {}  # no entry left: the znodes are gone
     assert out[13] == [ALLOWED] * 2
+    unseen = unseen_scenario(procs[1].settings["zookeeper.connect"],
+                             {i: b.bootstrap for i, b in procs.items()})
+    assert unseen[0][2] == [] and unseen[1] == [(ErrorCode.none, None, [])] and unseen[2]
+    assert unseen[3] == [(ErrorCode.none, None, [(GROUP, "unseen", LITERAL, ANON, "*", READ,
+                                                  DENY)])] and unseen[4]
 
 
 def test_a_restarted_broker_enforces_what_zookeeper_holds(brokers, zk):

@@ -3,14 +3,15 @@
 # pair on a chroot of its own of the session ZooKeeper, run test_acls_zk.scenario: the same
 # CreateAcls / DeleteAcls through the first broker must write the same znodes, byte for byte
 # (the resource znodes and the change notifications, the notifications of one request
-# compared as a set), and be enforced and listed the same by the other broker. Then
+# compared as a set), and be enforced and listed the same by the other broker; a binding
+# no notification announced is deleted the same by a filter naming its resource. Then
 # kafkalite brokers started on the chroot Kafka's brokers wrote enforce Kafka's ACLs.
 from __future__ import annotations
 
 import pytest
 
 from tests.cluster.test_acls_zk import (ALLOWED, DENY_PREFIX, DENY_SECRET, REFUSED, SETTINGS,
-                                        scenario, topic_error)
+                                        scenario, topic_error, unseen_scenario)
 from tests.cluster.test_membership import (brokers, connect, registered,  # noqa: F401
                                            zk)
 from tests.helpers import zookeeper as zkh
@@ -25,11 +26,13 @@ def kafka_cluster(zookeeper):
 
 def test_acl_znodes_and_enforcement_match_kafka(kafka_cluster, brokers, zk):
     kafka_connect, kafka_procs = kafka_cluster
-    expected = scenario(kafka_connect, {i: b.bootstrap for i, b in kafka_procs.items()})
+    theirs = {i: b.bootstrap for i, b in kafka_procs.items()}
+    expected = scenario(kafka_connect, theirs) + unseen_scenario(kafka_connect, theirs)
     ours = dict(zip((1, 2), brokers(1, 2, **SETTINGS)))
     registered(zk(), (1, 2))
-    got = scenario(ours[1].settings["zookeeper.connect"],
-                   {i: b.bootstrap for i, b in ours.items()})
+    connect_ = ours[1].settings["zookeeper.connect"]
+    mine = {i: b.bootstrap for i, b in ours.items()}
+    got = scenario(connect_, mine) + unseen_scenario(connect_, mine)
     assert got == expected
     assert expected[4] == [REFUSED, REFUSED]  # the scenario showed something: enforcement
 
