@@ -254,7 +254,7 @@ class Authorizer:
 
     def set_resource(self, key: ResourceKey, bindings: Iterable[AclBinding]) -> None:
         """The resource's bindings are now exactly `bindings` (as its store holds them)."""
-        new = set(bindings)
+        new = dict.fromkeys(bindings)  # the store's order for the ones added
         self.apply(new, [b for b in self.acls if resource_of(b) == key and b not in new])
 
     def _reindex(self) -> None:
