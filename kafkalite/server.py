@@ -72,6 +72,7 @@ class KafkaServer:
         self.controller: Any = None  # cluster.controller.Controller, on every cluster broker
         self.local_topics: Any = None  # cluster.local_topics.LocalTopics
         self.config_changes: Any = None  # cluster.config_changes.ConfigChanges
+        self.zk_acls: Any = None  # cluster.zk_acls.ZkAcls: the ACLs in ZooKeeper
 
     def admit(self, conn: KafkaConnection, ip: str) -> str | None:
         if self.stopping:
@@ -156,6 +157,8 @@ class KafkaServer:
             self.config_changes = ConfigChanges(self.broker, self.membership.client, self.clock)
             self.broker.config_changes = self.config_changes
             await self.config_changes.start()
+            from .cluster.zk_acls import start_zk_acls  # ACLs from ZooKeeper, as AclAuthorizer
+            self.zk_acls = await start_zk_acls(self.broker, self.membership.client, self.clock)
             from .cluster.auto_create import AutoCreator  # topics created on first use
             from .cluster.coordinator_leadership import follow_leadership
             self.broker.auto_creator = AutoCreator(self.broker, self.cluster_view.client)
@@ -272,7 +275,7 @@ class KafkaServer:
             await self._within(server.wait_closed(), SHUTDOWN_GRACE_MS)
         # before the logs and sessions go
         for part in (self.broker.replication, self.local_topics, self.controller,
-                     self.config_changes):
+                     self.config_changes, self.zk_acls):
             if part is not None:
                 await self._within(part.stop(), SHUTDOWN_GRACE_MS)
         self.broker.close(clean=True)

@@ -23,20 +23,17 @@ from ..wire.errors import ErrorCode, KafkaError
 from . import zkdata
 from .entity_configs import CLIENTS, IPS, USERS, EntityConfigs
 from .follow import PathFollower
+from .notifications import CHANGE_EXPIRATION_MS, purge_expired, sequence_of  # noqa: F401
 from .zk import NodeExists, NoNode, ZkClient, ZkError
 
 log = logging.getLogger("kafkalite.cluster")
 
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # ZkNodeChangeNotificationListener's changeExpirationMs
 TOPICS, BROKERS = "topics", "brokers"  # the entity types followed
 
 
 def change_sequence(name: str) -> int:
     """config_change_0000000042 -> 42 (-1 for a child that is not a notification)."""
-    if not name.startswith(zkdata.CONFIG_CHANGE_PREFIX):
-        return -1
-    digits = name[len(zkdata.CONFIG_CHANGE_PREFIX):]
-    return int(digits) if digits.isdigit() else -1
+    return sequence_of(name, zkdata.CONFIG_CHANGE_PREFIX)
 
 
 async def read_entity_config(zk: ZkClient, entity_type: str, name: str) -> dict[str, str] | None:
@@ -220,12 +217,4 @@ class ConfigChanges(PathFollower):
                       entity, e.message)
 
     async def _purge(self, names: Any) -> None:
-        expired_before = self.clock.wall_ms() - CHANGE_EXPIRATION_MS
-        for name in names:
-            path = f"{zkdata.CONFIG_CHANGES}/{name}"
-            st = await self.zk.exists(path)
-            if st is not None and st.ctime < expired_before:
-                try:
-                    await self.zk.delete(path)
-                except NoNode:  # another broker purged it first
-                    pass
+        await purge_expired(self.zk, zkdata.CONFIG_CHANGES, names, self.clock.wall_ms())

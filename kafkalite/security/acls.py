@@ -13,8 +13,10 @@
 # - creation checks in Kafka 3.8's order (AclApis, then AclControlManager): ANY or MATCH in
 #   a creation fails the whole request (Kafka's ResourcePattern refuses them while parsing);
 #   principals and hosts are not checked, as Kafka 3.8 does not.
-# The bindings persist in .kafkalite/acls.json, written on the metadata worker thread (temp
-# file, fsync, rename) and loaded at start. No network I/O.
+# Where the bindings live is the store's (AclStore): by default .kafkalite/acls.json
+# (LocalAclStore, written on the metadata worker thread: temp file, fsync, rename; loaded at
+# start); in a ZooKeeper cluster Kafka's znodes (cluster/zk_acls.py), which also feeds this
+# cache with the other brokers' changes through set_resource(). No network I/O here.
 from __future__ import annotations
 
 import asyncio
@@ -22,11 +24,11 @@ import json
 import os
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable
+from typing import Iterable, Protocol
 
 from ..fileio import atomic_write
 from ..log.flusher import metadata_worker
-from ..wire.errors import ErrorCode
+from ..wire.errors import ErrorCode, KafkaError
 from .acl_codes import Operation, PatternType, Permission, ResourceType
 
 
@@ -94,23 +96,32 @@ class AclFilter:
         return (self.operation == Operation.UNKNOWN
                 or self.permission == Permission.UNKNOWN)
 
-    def matches(self, b: AclBinding) -> bool:
+    def matches_resource(self, rtype: ResourceType, ptype: PatternType, name: str) -> bool:
+        """Does the filter's pattern part match this resource pattern?"""
         if self.pattern_unknown() or self.entry_unknown():
             return False
-        if self.resource_type not in (ResourceType.ANY, b.resource_type):
+        if self.resource_type not in (ResourceType.ANY, rtype):
             return False
-        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH, b.pattern_type):
+        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH, ptype):
             return False
         if self.name is not None:
             if self.pattern_type != PatternType.MATCH:
-                if self.name != b.name:
-                    return False
-            elif b.pattern_type == PatternType.LITERAL:
-                if b.name not in (self.name, WILDCARD):
-                    return False
-            elif not self.name.startswith(b.name):
-                return False
-        return ((self.principal is None or self.principal == b.principal)
+                return self.name == name
+            if ptype == PatternType.LITERAL:
+                return name in (self.name, WILDCARD)
+            return self.name.startswith(name)
+        return True
+
+    def one_resource(self) -> tuple[ResourceType, PatternType, str] | None:
+        """The one resource pattern the filter names exactly (Kafka's matchesAtMostOne)."""
+        if (self.resource_type == ResourceType.ANY or self.name is None
+                or self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED)):
+            return None
+        return self.resource_type, self.pattern_type, self.name
+
+    def matches(self, b: AclBinding) -> bool:
+        return (self.matches_resource(b.resource_type, b.pattern_type, b.name)
+                and (self.principal is None or self.principal == b.principal)
                 and (self.host is None or self.host == b.host)
                 and self.operation in (Operation.ANY, b.operation)
                 and self.permission in (Permission.ANY, b.permission))
@@ -159,10 +170,60 @@ def _entry_result(b: AclBinding, principal: str, host: str, op: Operation) -> Pe
     return b.permission
 
 
+ResourceKey = tuple[ResourceType, PatternType, str]
+
+
+def resource_of(b: AclBinding) -> ResourceKey:
+    return b.resource_type, b.pattern_type, b.name
+
+
+class AclStore(Protocol):
+    def load(self) -> list[AclBinding]: ...
+
+    async def change(self, auth: "Authorizer", added: list[AclBinding],
+                     removed: set[AclBinding]) -> None:
+        """Persist the change and bring `auth`'s cache to it; KafkaError when it failed."""
+
+    async def delete(self, auth: "Authorizer", filters: list["AclFilter"]
+                     ) -> list[list[AclBinding]]:
+        """Delete what the filters match, as one change: the bindings each one matched."""
+
+
+class LocalAclStore:
+    """The broker's own .kafkalite/acls.json (a single broker, or none: in memory)."""
+
+    def __init__(self, state_dir: str | None):
+        self.path = os.path.join(state_dir, "acls.json") if state_dir else None
+
+    def load(self) -> list[AclBinding]:
+        if self.path is None or not os.path.exists(self.path):
+            return []
+        with open(self.path, "rb") as f:
+            return [AclBinding.of(*item) for item in json.loads(f.read())]
+
+    async def change(self, auth: "Authorizer", added: list[AclBinding],
+                     removed: set[AclBinding]) -> None:
+        if not auth.apply(added, removed) or self.path is None:
+            return
+        # Encoded on the loop, written on the worker: it never sees a set being changed.
+        data = json.dumps([b.as_list() for b in auth.acls], indent=0).encode()
+        await asyncio.wrap_future(metadata_worker().submit(self._write, data))
+
+    async def delete(self, auth: "Authorizer", filters: list[AclFilter]
+                     ) -> list[list[AclBinding]]:
+        matched = [auth.describe(f) for f in filters]
+        await self.change(auth, [], {b for m in matched for b in m})
+        return matched
+
+    def _write(self, data: bytes) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        atomic_write(self.path, data)
+
+
 class Authorizer:
     def __init__(self, state_dir: str | None, super_users: str = "",
-                 allow_if_no_acl: bool = False):
-        self.path = os.path.join(state_dir, "acls.json") if state_dir else None
+                 allow_if_no_acl: bool = False, store: AclStore | None = None):
+        self.store: AclStore = store or LocalAclStore(state_dir)
         self.super_users = frozenset(p.strip() for p in (super_users or "").split(";")
                                      if p.strip())
         self.allow_if_no_acl = allow_if_no_acl
@@ -171,26 +232,30 @@ class Authorizer:
         self._literal: dict[ResourceType, dict[str, list[AclBinding]]] = {}
         self._prefixed: dict[ResourceType, list[AclBinding]] = {}
 
-    # --- persistence ------------------------------------------------------------------------
+    # --- the cache ----------------------------------------------------------------------------
 
     def load(self) -> None:
-        if self.path is None or not os.path.exists(self.path):
-            return
-        with open(self.path, "rb") as f:
-            for item in json.loads(f.read()):
-                self.acls[AclBinding.of(*item)] = None
+        self.replace_all(self.store.load())
+
+    def replace_all(self, bindings: Iterable[AclBinding]) -> None:
+        self.acls = dict.fromkeys(bindings)
         self._reindex()
 
-    async def _save(self) -> None:
-        if self.path is None:
-            return
-        # Encoded on the loop, written on the worker: it never sees a set being changed.
-        data = json.dumps([b.as_list() for b in self.acls], indent=0).encode()
-        await asyncio.wrap_future(metadata_worker().submit(self._write, data))
+    def apply(self, added: Iterable[AclBinding], removed: Iterable[AclBinding]) -> bool:
+        """Add and remove bindings (those present stay where they are): changed or not."""
+        before = len(self.acls)
+        gone = [b for b in removed if self.acls.pop(b, 0) is None]
+        for b in added:
+            self.acls.setdefault(b, None)
+        changed = bool(gone) or len(self.acls) != before
+        if changed:
+            self._reindex()
+        return changed
 
-    def _write(self, data: bytes) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(self.path, data)
+    def set_resource(self, key: ResourceKey, bindings: Iterable[AclBinding]) -> None:
+        """The resource's bindings are now exactly `bindings` (as its store holds them)."""
+        new = dict.fromkeys(bindings)  # the store's order for the ones added
+        self.apply(new, [b for b in self.acls if resource_of(b) == key and b not in new])
 
     def _reindex(self) -> None:
         self._literal, self._prefixed = {}, {}
@@ -209,14 +274,12 @@ class Authorizer:
             errors = [creation_error(b) for b in bindings]
         except WholeRequestFailed:
             return [(ErrorCode.unknown_server_error, None)] * len(bindings)
-        added = False
-        for b, err in zip(bindings, errors):
-            if err is None and b not in self.acls:
-                self.acls[b] = None
-                added = True
-        if added:
-            self._reindex()
-            await self._save()
+        valid = list(dict.fromkeys(b for b, err in zip(bindings, errors) if err is None))
+        if valid:
+            try:
+                await self.store.change(self, valid, set())
+            except KafkaError as e:  # the store could not write: no creation is made
+                return [err or (e.code, e.message) for err in errors]
         return [err or (ErrorCode.none, "") for err in errors]
 
     def describe(self, f: AclFilter) -> list[AclBinding]:
@@ -226,23 +289,16 @@ class Authorizer:
                      ) -> list[tuple[int, str | None, list[AclBinding]]]:
         """Per filter: (error code, message, the bindings it matched). Every filter sees the
         bindings present before the request, as Kafka's controller applies them at once."""
-        out: list[tuple[int, str | None, list[AclBinding]]] = []
-        doomed: set[AclBinding] = set()
-        for f in filters:
-            if f.pattern_unknown():
-                out.append((ErrorCode.invalid_request, "Unknown patternFilter.", []))
-            elif f.entry_unknown():
-                out.append((ErrorCode.invalid_request, "Unknown entryFilter.", []))
-            else:
-                matched = self.describe(f)
-                doomed.update(matched)
-                out.append((ErrorCode.none, None, matched))
-        if doomed:
-            for b in doomed:
-                del self.acls[b]
-            self._reindex()
-            await self._save()
-        return out
+        refused: list[tuple[int, str] | None] = [
+            (ErrorCode.invalid_request, "Unknown patternFilter.") if f.pattern_unknown() else
+            (ErrorCode.invalid_request, "Unknown entryFilter.") if f.entry_unknown() else None
+            for f in filters]
+        valid = [f for f, r in zip(filters, refused) if r is None]
+        try:
+            matched = iter(await self.store.delete(self, valid) if valid else ())
+        except KafkaError as e:
+            return [(*(r or (e.code, e.message)), []) for r in refused]
+        return [(*r, []) if r else (ErrorCode.none, None, next(matched)) for r in refused]
 
     # --- authorization ----------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 # CreateAcls (key 30), v1-3.
 #
-# Adds ACL bindings to the authorizer (security/acls.py), persisted before the answer. Checks
+# Adds ACL bindings to the authorizer (security/acls.py), persisted before the answer (in
+# .kafkalite/acls.json, or in ZooKeeper in a cluster: cluster/zk_acls.py). Checks
 # as Kafka 3.8: ANY or MATCH anywhere fails every creation with UNKNOWN_SERVER_ERROR and
 # creates none; a CLUSTER resource not named kafka-cluster, an empty name, and codes Kafka
 # does not know are INVALID_REQUEST for that creation only; a binding already present

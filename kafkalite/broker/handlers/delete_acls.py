@@ -1,7 +1,7 @@
 # DeleteAcls (key 31), v1-3.
 #
 # Removes the ACL bindings each filter matches (security/acls.py AclFilter), persisted before
-# the answer; every filter sees the bindings present before the request, so two filters
+# the answer (acls.json, or ZooKeeper in a cluster: cluster/zk_acls.py); every filter sees the bindings present before the request, so two filters
 # matching one binding both list it, as Kafka's controller answers. A filter whose resource
 # or pattern type Kafka does not know is INVALID_REQUEST "Unknown patternFilter.", operation
 # or permission "Unknown entryFilter."; a raw UNKNOWN (0) code closes the connection.

@@ -7,6 +7,8 @@
 # SECURITY_DISABLED; a principal without DESCRIBE on the CLUSTER gets
 # CLUSTER_AUTHORIZATION_FAILED. Resources come in the order their first binding was
 # created, bindings within one likewise; Kafka's order follows its hash sets.
+# In a ZooKeeper cluster the broker's cache of ZooKeeper's ACLs answers (cluster/zk_acls.py):
+# eventually consistent, as Kafka's AclAuthorizer.
 # Gaps: v0 (removed in Kafka 4.0, KIP-896) is not served.
 from __future__ import annotations
 
