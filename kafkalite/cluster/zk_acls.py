@@ -1,6 +1,6 @@
 # ACLs in ZooKeeper (issue 17), as Kafka 3.8's ZooKeeper-mode AclAuthorizer keeps them, so
 # that an ACL created or deleted through any broker is enforced by every broker.
-# - Layout and encodings: zkdata (ACL_*): one znode per resource pattern holding its entries,
+# - Layout and encodings: acl_znodes.py (ACL_*): one znode per resource pattern holding its entries,
 #   a persistent-sequential notification per changed resource.
 # - Writing (AclAuthorizer.updateResourceAcls): per resource, read the znode and its version,
 #   add or remove the entries, write it back conditionally on that version (create when
@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..security.acls import (AclBinding, AclFilter, Authorizer, Operation, PatternType, Permission,
                              ResourceKey, ResourceType, resource_of)
 from ..wire.errors import ErrorCode, KafkaError
-from . import zkdata
+from . import acl_znodes as znodes
 from .notifications import NotificationFollower
 from .zk import BadVersion, NodeExists, NoNode, ZkClient, ZkError
 
@@ -48,14 +48,14 @@ _PERM_OF = {n.lower(): p for p, n in _PERMS.items()}
 
 def resource_path(key: ResourceKey) -> str:
     rtype, ptype, name = key
-    return zkdata.acl_resource_path(_DIRS[rtype], ptype.name, name)
+    return znodes.acl_resource_path(_DIRS[rtype], ptype.name, name)
 
 
-def entry_of(b: AclBinding) -> zkdata.AclEntry:
-    return zkdata.AclEntry(b.principal, _PERMS[b.permission], b.host, _OPS[b.operation])
+def entry_of(b: AclBinding) -> znodes.AclEntry:
+    return znodes.AclEntry(b.principal, _PERMS[b.permission], b.host, _OPS[b.operation])
 
 
-def binding_of(key: ResourceKey, e: zkdata.AclEntry) -> AclBinding:
+def binding_of(key: ResourceKey, e: znodes.AclEntry) -> AclBinding:
     rtype, ptype, name = key
     # Kafka reads its names case-insensitively (SecurityUtils.operation / permissionType)
     op = _OP_OF.get(e.operation.replace("_", "").lower(), Operation.UNKNOWN)
@@ -64,18 +64,18 @@ def binding_of(key: ResourceKey, e: zkdata.AclEntry) -> AclBinding:
 
 
 async def read_resource(zk: ZkClient, key: ResourceKey
-                        ) -> tuple[list[zkdata.AclEntry], int | None]:
+                        ) -> tuple[list[znodes.AclEntry], int | None]:
     """The resource's entries and its znode's version (None: no znode)."""
     try:
         data, st = await zk.get(resource_path(key))
     except NoNode:
         return [], None
-    return zkdata.decode_acls(data), st.version
+    return znodes.decode_acls(data), st.version
 
 
 async def update_resource(zk: ZkClient, key: ResourceKey,
-                          modify: Callable[[list[zkdata.AclEntry]], list[zkdata.AclEntry]]
-                          ) -> list[zkdata.AclEntry]:
+                          modify: Callable[[list[znodes.AclEntry]], list[znodes.AclEntry]]
+                          ) -> list[znodes.AclEntry]:
     """Read-modify-write of one resource's znode, conditional on its version (`modify` may
     run more than once); announces a change. The entries now stored."""
     path = resource_path(key)
@@ -86,17 +86,17 @@ async def update_resource(zk: ZkClient, key: ResourceKey,
             return current
         try:
             if version is None:
-                await zk.create(path, zkdata.encode_acls(new), makepath=True)
+                await zk.create(path, znodes.encode_acls(new), makepath=True)
             elif not new:
                 await zk.delete(path, version=version)
             else:
-                await zk.set(path, zkdata.encode_acls(new), version=version)
+                await zk.set(path, znodes.encode_acls(new), version=version)
         except (BadVersion, NodeExists, NoNode):  # written meanwhile by another broker
             await asyncio.sleep((RETRY_BACKOFF_MS + random.randrange(RETRY_BACKOFF_JITTER_MS))
                                 / 1000)
             continue
-        parent, data = zkdata.encode_acl_change(key[0].name, key[1].name, key[2])
-        await zk.create(f"{parent}/{zkdata.ACL_CHANGE_PREFIX}", data, sequence=True,
+        parent, data = znodes.encode_acl_change(key[0].name, key[1].name, key[2])
+        await zk.create(f"{parent}/{znodes.ACL_CHANGE_PREFIX}", data, sequence=True,
                         makepath=True)
         return new
     raise KafkaError(ErrorCode.unknown_server_error,
@@ -108,9 +108,9 @@ async def read_all(zk: ZkClient) -> list[AclBinding]:
     """Every binding in ZooKeeper (AclAuthorizer.loadCache)."""
     keys: list[ResourceKey] = []
     for pattern in [PatternType.LITERAL, *(PatternType[p.upper()] for p in await _children(
-            zk, zkdata.ACL_EXTENDED) if p.upper() in PatternType.__members__)]:
-        base = (zkdata.ACL_LITERAL if pattern == PatternType.LITERAL
-                else f"{zkdata.ACL_EXTENDED}/{pattern.name.lower()}")
+            zk, znodes.ACL_EXTENDED) if p.upper() in PatternType.__members__)]:
+        base = (znodes.ACL_LITERAL if pattern == PatternType.LITERAL
+                else f"{znodes.ACL_EXTENDED}/{pattern.name.lower()}")
         for d in await _children(zk, base):
             if d in _TYPE_OF_DIR:
                 keys += [(_TYPE_OF_DIR[d], pattern, n) for n in await _children(zk, f"{base}/{d}")]
@@ -159,8 +159,8 @@ class ZkAclStore:
                 continue
             found: list[list[AclBinding]] = []
 
-            def drop(current: list[zkdata.AclEntry], key: ResourceKey = key
-                     ) -> list[zkdata.AclEntry]:
+            def drop(current: list[znodes.AclEntry], key: ResourceKey = key
+                     ) -> list[znodes.AclEntry]:
                 found[:] = [[b for b in (binding_of(key, e) for e in current) if f.matches(b)]
                             for f in filters]
                 gone = {entry_of(b) for m in found for b in m}
@@ -171,7 +171,7 @@ class ZkAclStore:
         return matched
 
     async def _update(self, auth: Authorizer, key: ResourceKey,
-                      modify: Callable[[list[zkdata.AclEntry]], list[zkdata.AclEntry]]) -> None:
+                      modify: Callable[[list[znodes.AclEntry]], list[znodes.AclEntry]]) -> None:
         try:
             stored = await update_resource(self.zk, key, modify)
         except ZkError as e:
@@ -181,7 +181,7 @@ class ZkAclStore:
 
 class AclChanges(NotificationFollower):
     """Re-reads each announced resource into the authorizer's cache."""
-    prefix = zkdata.ACL_CHANGE_PREFIX
+    prefix = znodes.ACL_CHANGE_PREFIX
     log = log
 
     def __init__(self, path: str, auth: Authorizer, zk: ZkClient, clock: Any):
@@ -191,7 +191,7 @@ class AclChanges(NotificationFollower):
 
     async def process(self, data: bytes) -> None:
         try:
-            rtype, ptype, name = zkdata.decode_acl_change(self.path, data)
+            rtype, ptype, name = znodes.decode_acl_change(self.path, data)
             key = (ResourceType[rtype], PatternType[ptype], name)
         except (ValueError, KeyError):
             log.warning("Ignoring ACL change notification %r", data[:200])
@@ -206,11 +206,11 @@ class ZkAcls:
     def __init__(self, auth: Authorizer, zk: ZkClient, clock: Any):
         self.auth = auth
         self.followers = [AclChanges(p, auth, zk, clock) for p in
-                          (zkdata.ACL_LITERAL_CHANGES, zkdata.ACL_EXTENDED_CHANGES)]
+                          (znodes.ACL_LITERAL_CHANGES, znodes.ACL_EXTENDED_CHANGES)]
         self.zk = zk
 
     async def start(self) -> None:
-        await asyncio.gather(*(self.zk.ensure_path(p) for p in zkdata.ACL_PATHS))
+        await asyncio.gather(*(self.zk.ensure_path(p) for p in znodes.ACL_PATHS))
         self.auth.store = ZkAclStore(self.zk)
         self.auth.replace_all(await read_all(self.zk))
         for f in self.followers:

@@ -19,7 +19,7 @@ import time
 from kafka.protocol import metadata
 
 from kafkalite.clock import FakeClock
-from kafkalite.cluster import zkdata
+from kafkalite.cluster import acl_znodes as znodes
 from kafkalite.cluster.notifications import CHANGE_EXPIRATION_MS
 from kafkalite.cluster.zk import ZkClient
 from kafkalite.cluster.zk_acls import AclChanges, ZkAcls
@@ -70,8 +70,8 @@ def acl_znodes(z: Zk) -> dict[str, bytes]:
                 out[f"{path}/{child}"] = z.client.get(f"{path}/{child}")[0]
             else:
                 walk(f"{path}/{child}", depth - 1)
-    walk(zkdata.ACL_LITERAL, 1)
-    walk(zkdata.ACL_EXTENDED, 2)
+    walk(znodes.ACL_LITERAL, 1)
+    walk(znodes.ACL_EXTENDED, 2)
     return out
 
 
@@ -79,7 +79,7 @@ def notifications(z: Zk) -> dict[str, list[bytes]]:
     """The data of each changes znode's notifications (sorted: Kafka announces the resources
     of one request in its map's order)."""
     return {p: sorted(z.client.get(f"{p}/{n}")[0] for n in z.client.get_children(p))
-            for p in (zkdata.ACL_LITERAL_CHANGES, zkdata.ACL_EXTENDED_CHANGES)}
+            for p in (znodes.ACL_LITERAL_CHANGES, znodes.ACL_EXTENDED_CHANGES)}
 
 
 def scenario(connect_: str, bootstraps: dict[int, str]) -> list:
@@ -123,7 +123,7 @@ def unseen_scenario(connect_: str, bootstraps: dict[int, str]) -> list:
     other = bootstraps[max(bootstraps)]
     z = Zk(connect_)
     try:
-        z.client.create(UNSEEN, zkdata.encode_acls([zkdata.AclEntry(ANON, "Deny", "*", "Read")]))
+        z.client.create(UNSEEN, znodes.encode_acls([znodes.AclEntry(ANON, "Deny", "*", "Read")]))
         out: list = [describe(other)]
         out.append(delete(other, (GROUP, None, ANY, None, None, ANY, ANY)))
         out.append(z.client.exists(UNSEEN) is not None)
@@ -182,7 +182,7 @@ async def test_acl_notifications_are_followed_and_purged_after_15_minutes(zookee
         acls = ZkAcls(writer, client, clock)
         await acls.start()  # the paths, the ZooKeeper store; following starts in the background
         await acls.stop()
-        follower = AclChanges(zkdata.ACL_EXTENDED_CHANGES, reader, client, clock)
+        follower = AclChanges(znodes.ACL_EXTENDED_CHANGES, reader, client, clock)
         prefixed = AclBinding.of(*DENY_PREFIX)
         assert await writer.create([prefixed]) == [(ErrorCode.none, "")]
         assert await writer.create([prefixed]) == [(ErrorCode.none, "")]  # no change: no news
@@ -191,12 +191,12 @@ async def test_acl_notifications_are_followed_and_purged_after_15_minutes(zookee
         assert await writer.create([prefixed]) == [(ErrorCode.none, "")]
         await follower.refresh()
         assert list(reader.acls) == [prefixed] and follower.last_seq == 2
-        assert len(await client.children(zkdata.ACL_EXTENDED_CHANGES)) == 3
+        assert len(await client.children(znodes.ACL_EXTENDED_CHANGES)) == 3
         # kept while younger than 15 minutes on the broker's clock, then deleted
         for step_ms, left in ((CHANGE_EXPIRATION_MS - 60_000, 3), (120_000, 0)):
             clock.step_wall(step_ms)
             await follower.refresh()
-            assert len(await client.children(zkdata.ACL_EXTENDED_CHANGES)) == left
+            assert len(await client.children(znodes.ACL_EXTENDED_CHANGES)) == left
         assert list(reader.acls) == [prefixed]  # purging forgets nothing
     finally:
         await client.close()
@@ -221,7 +221,7 @@ async def test_concurrent_writers_of_one_resource_lose_no_entry(zookeeper):
                  for i in range(8)]
         results = await asyncio.gather(*(auths[i % 2].create([b]) for i, b in enumerate(entry)))
         assert results == [[(ErrorCode.none, "")]] * 8
-        stored = zkdata.decode_acls((await clients[0].get("/kafka-acl/Topic/shared"))[0])
+        stored = znodes.decode_acls((await clients[0].get("/kafka-acl/Topic/shared"))[0])
         assert sorted(e.principal for e in stored) == sorted(b.principal for b in entry)
         filters = [AclFilter.of(TOPIC, "shared", LITERAL, b.principal, None, ANY, ANY)
                    for b in entry]
