@@ -16,6 +16,7 @@ import contextlib
 import os
 import secrets
 import subprocess
+import time
 import uuid
 from typing import Iterator
 
@@ -121,8 +122,6 @@ def produce(bootstrap: str, values: dict[int, list[bytes]]) -> dict[int, str | N
 
 def consume(bootstrap: str, expected: int) -> list[bytes]:
     """alice reads the topic in GROUP from the start, commits, and leaves (bounded)."""
-    import time
-
     import confluent_kafka as ck
     c = ck.Consumer({**client(*ALICE, bootstrap), "group.id": GROUP,
                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
