@@ -87,14 +87,17 @@ def listings(procs: dict, places: dict[int, list[int]]) -> dict:
     return out
 
 
+DATA_FILES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
 def data_bytes(proc, partition: int) -> int:
-    """Bytes of the partition's segments in its directory (kafkalite: <dir>/<t>-<p>, Kafka:
-    <dir>/logs/<t>-<p>); 0 without a directory."""
+    """Bytes of the partition's segments, indexes and producer snapshots in its directory
+    (kafkalite: <dir>/<t>-<p>, Kafka: <dir>/logs/<t>-<p>); 0 without a directory."""
     for d in (os.path.join(proc.data_dir, f"{TOPIC}-{partition}"),
               os.path.join(proc.data_dir, "logs", f"{TOPIC}-{partition}")):
         if os.path.isdir(d):
             return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
-                       if f.endswith(".log"))
+                       if f.endswith(DATA_FILES))
     return 0
 
 
@@ -126,7 +129,9 @@ def not_hosted(bootstrap: str, partition: int) -> dict[str, str]:
                                                              offset=0),)),))
     finally:
         c.close()
-    codes = {"ListOffsets": lo.topics[0].partitions[0].error_code,
+    with open_socket(bootstrap) as s:
+        pr = produce_raw(s, TOPIC, partition, simple_batch(1))
+    codes = {"Produce": pr.error_code, "ListOffsets": lo.topics[0].partitions[0].error_code,
              "OffsetForLeaderEpoch": ep.topics[0].partitions[0].error_code,
              "Fetch": fe.responses[0].partitions[0].error_code,
              "DescribeProducers": dp.topics[0].partitions[0].error_code,
@@ -186,5 +191,4 @@ def test_describe_log_dirs_lists_only_the_hosted_replicas(brokers, zk):
     assert seen["listed after the move back"] == seen["listed"]
     assert seen["read back on 1"] == RECORDS
     for label in ("never hosted on 1", "moved away from 1"):
-        assert set(seen[label].values()) <= {"not_leader_or_follower",
-                                             "unknown_topic_or_partition"}, seen[label]
+        assert set(seen[label].values()) == {"not_leader_or_follower"}, seen[label]
