@@ -216,17 +216,14 @@ class ZkClusterView:
             await self._drop_if_moved_away(old, topic)
 
     async def _drop_if_moved_away(self, old: ClusterTopic, new: ClusterTopic) -> None:
-        """Replicas a reassignment took off this broker (the listeners stopped following
-        them above), as Kafka's StopReplica delete=true: with none of the topic left here
-        its local log goes; else each moved partition is emptied (the log manager keeps a
-        topic's partitions dense: an empty placeholder stays, reported nowhere)."""
-        def here(t: ClusterTopic) -> set[int]:
-            return {p for p, r in t.assignment.partitions.items() if self.node_id in r}
-        before, after = here(old), here(new)
+        """Replicas a reassignment took off this broker (no longer followed: listeners ran
+        above) go, as by Kafka's StopReplica delete=true: the topic's local log, or with
+        other partitions left here, the moved ones' data (empty_local_partition)."""
+        before, after = ({p for p, r in t.assignment.partitions.items() if self.node_id in r}
+                         for t in (old, new))
         if before and not after:
             log.info("No replica of %s left on this broker: deleting its local log", new.name)
-            await drop_local_topic(self._broker, new.name)
-            return
+            return await drop_local_topic(self._broker, new.name)
         for p in sorted(before - after):
             empty_local_partition(self._broker, new.name, p)
 
