@@ -65,15 +65,21 @@ def placed(z: Zk, places: dict[int, list[int]]) -> dict:
 
 
 def log_dirs(bootstrap: str) -> list[tuple[int, int]]:
-    """DescribeLogDirs v4 (all topics): TOPIC's (partition, size) listed, sorted."""
+    """DescribeLogDirs v4, of all topics and of TOPIC's partitions 0-4 by name: TOPIC's
+    (partition, size) listed, sorted (None when the two answers differ)."""
     c = RawClient(bootstrap)
+    m = c.schema(35, 4)
     try:
-        (res,) = c.call(35, 4, topics=None).results
+        answers = [c.call(35, 4, topics=topics).results for topics in (None, (
+            m.DescribableLogDirTopic(topic=TOPIC, partitions=tuple(range(5))),))]
     finally:
         c.close()
-    assert res.error_code == 0
-    return sorted((p.partition_index, p.partition_size) for t in res.topics
-                  if t.name == TOPIC for p in t.partitions)
+    listed = []
+    for (res,) in answers:
+        assert res.error_code == 0
+        listed.append(sorted((p.partition_index, p.partition_size) for t in res.topics
+                             if t.name == TOPIC for p in t.partitions))
+    return listed[0] if listed[0] == listed[1] else None
 
 
 def listings(procs: dict, places: dict[int, list[int]]) -> dict:
@@ -83,7 +89,8 @@ def listings(procs: dict, places: dict[int, list[int]]) -> dict:
     for i, proc in sorted(procs.items()):
         mine = sorted(p for p, r in places.items() if i in r)
         out[i] = eventually(lambda: log_dirs(proc.bootstrap),
-                            lambda got: [p for p, _ in got] == mine, timeout=WAIT_S)
+                            lambda got: got is not None and [p for p, _ in got] == mine,
+                            timeout=WAIT_S)
     return out
 
 
