@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 from ..security.listeners import Listener
 from ..wire.errors import ErrorCode
 from . import zkdata
-from .local_topics import drop_local_topic
+from .local_topics import drop_local_topic, empty_local_partition
 from .membership import ClusterError, RetryTimer
 from .view import NO_EPOCH, NO_NODE, BrokerNode, PartitionState
 from .zk import BadVersion, NoNode, SessionEvent, WatchEvent, ZkClient, ZkError
@@ -216,14 +216,16 @@ class ZkClusterView:
             await self._drop_if_moved_away(old, topic)
 
     async def _drop_if_moved_away(self, old: ClusterTopic, new: ClusterTopic) -> None:
-        """A reassignment took every replica of the topic off this broker: its local log
-        goes (Kafka's StopReplica delete=true; the listeners stopped following it above).
-        Gap: a broker keeping other partitions of the topic keeps the moved one's log."""
-        def here(t: ClusterTopic) -> bool:
-            return any(self.node_id in r for r in t.assignment.partitions.values())
-        if here(old) and not here(new):
+        """Replicas a reassignment took off this broker (no longer followed: listeners ran
+        above) go, as by Kafka's StopReplica delete=true: the topic's local log, or with
+        other partitions left here, the moved ones' data (empty_local_partition)."""
+        before, after = ({p for p, r in t.assignment.partitions.items() if self.node_id in r}
+                         for t in (old, new))
+        if before and not after:
             log.info("No replica of %s left on this broker: deleting its local log", new.name)
-            await drop_local_topic(self._broker, new.name)
+            return await drop_local_topic(self._broker, new.name)
+        for p in sorted(before - after):
+            empty_local_partition(self._broker, new.name, p)
 
     async def _get_state(self, topic: str, partition: int
                          ) -> tuple[zkdata.PartitionState | None, int]:

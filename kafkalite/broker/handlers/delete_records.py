@@ -6,11 +6,14 @@
 # Kafka's Partition.deleteRecordsOnLeader: an offset above the high watermark or negative
 # (other than -1) is OFFSET_OUT_OF_RANGE, a topic without the delete cleanup policy
 # POLICY_VIOLATION, an unknown partition UNKNOWN_TOPIC_OR_PARTITION; an offset below the
-# current start changes nothing. Errors carry low_watermark -1. The timeout is ignored: with
-# one replica, the deletion is complete when the response is sent, and its checkpoint is on
-# disk (written off the event loop; KAFKA_STORAGE_ERROR if that fails).
+# current start changes nothing. In a cluster only the partition's leader deletes (else
+# NOT_LEADER_OR_FOLLOWER, also from a broker keeping an empty placeholder for it). Errors
+# carry low_watermark -1. The timeout is ignored: with one replica, the deletion is complete
+# when the response is sent, and its checkpoint is on disk (written off the event loop;
+# KAFKA_STORAGE_ERROR if that fails).
 from __future__ import annotations
 
+from ...cluster.view import NO_EPOCH
 from ...wire.codec import response_class
 from ...wire.errors import ErrorCode, KafkaError
 from ..build import ZERO, make, per_partition, response_module
@@ -45,6 +48,10 @@ async def handle(ctx, req):
         for rp in t.partitions:
             if t.name in refused:  # before the topic's existence, as KafkaApis
                 done[(t.name, rp.partition_index)] = -1, ErrorCode.topic_authorization_failed
+                continue
+            code = ctx.broker.view.leader_error(t.name, rp.partition_index, NO_EPOCH)
+            if code != ErrorCode.none:  # single node: an unknown partition
+                done[(t.name, rp.partition_index)] = -1, ErrorCode(code)
                 continue
             where = f"{t.name}-{rp.partition_index}"
             p = logs.partition(t.name, rp.partition_index)

@@ -5,7 +5,9 @@
 # out silently, as Kafka does); partition_size is the bytes of its segments, offset_lag 0
 # and is_future_key false (no replica movement). v4 adds the file system's total and usable
 # bytes (os.statvfs). Entries are sorted by topic and partition; Kafka's order follows its
-# hash maps, which no client relies on.
+# hash maps, which no client relies on. In a cluster only the partitions this broker holds a
+# replica of (their assignment names it) are listed, as Kafka lists its logs: the empty
+# placeholders the log manager keeps for a topic's other partitions are left out.
 # Gaps: v5's is_cordoned (KIP-1066, after Kafka 4.0) is not served.
 from __future__ import annotations
 
@@ -29,6 +31,16 @@ def _disk(path: str) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
+def hosts(broker, name: str, partition: int) -> bool:
+    """Whether this broker holds a replica of the local partition, as Kafka's log manager
+    would: in a cluster, one whose assignment names this broker; on a single node (or for a
+    local topic the cluster view does not know), every one."""
+    assignment = getattr(broker.view.topic(name), "assignment", None)
+    if assignment is None:
+        return broker.logs.partition(name, partition) is not None
+    return broker.node_id in assignment.partitions.get(partition, ())
+
+
 @api(35, "DescribeLogDirs", (1, 4))
 async def handle(ctx, req):
     v = ctx.api_version
@@ -37,16 +49,16 @@ async def handle(ctx, req):
     if not cluster(ctx, Operation.DESCRIBE):  # no directories, the code alone
         return make(response_class(35, v), throttle_time=ZERO, error_code=DENIED,
                     results=())
+    b = ctx.broker
     if req.topics is None:
-        wanted = {name: sorted(p.partition for p in t.partitions)
+        wanted = {name: {p.partition for p in t.partitions if hosts(b, name, p.partition)}
                   for name, t in logs.topics.items()}
     else:
         wanted = {}
         for t in req.topics:
-            topic = logs.get(t.topic)
-            if topic is not None:
-                have = {p.partition for p in topic.partitions}
-                wanted.setdefault(t.topic, set()).update(i for i in t.partitions if i in have)
+            if logs.get(t.topic) is not None:
+                wanted.setdefault(t.topic, set()).update(
+                    i for i in t.partitions if hosts(b, t.topic, i))
     topics = []
     for name in sorted(wanted):
         parts = tuple(mod.DescribeLogDirsPartition(

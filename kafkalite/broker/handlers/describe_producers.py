@@ -6,7 +6,9 @@
 # marker here, -1 before any) and current_txn_start_offset (the first offset of its open
 # transaction in the partition, -1 for none). As Kafka's KafkaApis: an illegal
 # topic name is INVALID_TOPIC_EXCEPTION and an unknown topic or partition
-# UNKNOWN_TOPIC_OR_PARTITION, for each partition asked.
+# UNKNOWN_TOPIC_OR_PARTITION, for each partition asked. In a cluster a partition the cluster
+# knows but this broker holds no replica of is NOT_LEADER_OR_FOLLOWER (Kafka's
+# ReplicaManager.getPartitionOrError); followers answer from their own producer state.
 from __future__ import annotations
 
 from ...log.manager import validate_topic_name
@@ -31,6 +33,15 @@ def _producers(mod, broker, p) -> tuple:
                  for pid, entry in sorted(state.producers.items()))
 
 
+def _not_here(b, name: str, idx: int) -> KafkaError | None:
+    """NOT_LEADER_OR_FOLLOWER for a partition assigned elsewhere (the view's replicas), even
+    when the log manager keeps an empty placeholder for it here."""
+    ps = b.view.partition(name, idx)
+    if ps is not None and b.node_id not in ps.replicas:
+        return KafkaError(ErrorCode.not_leader_or_follower)
+    return None
+
+
 @api(61, "DescribeProducers", (0, 0))
 async def handle(ctx, req):
     b = ctx.broker
@@ -42,15 +53,16 @@ async def handle(ctx, req):
             validate_topic_name(t.name)
             if not check(ctx, Operation.READ, ResourceType.TOPIC, t.name):
                 raise KafkaError(ErrorCode.topic_authorization_failed, REFUSED)
-            if b.logs.get(t.name) is None:
+            if b.logs.get(t.name) is None and b.view.topic(t.name) is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC)
         except KafkaError as e:
             topic_error = e
         parts = []
         for idx in t.partition_indexes:
-            p = None if topic_error else b.logs.partition(t.name, idx)
-            err = topic_error or (None if p is not None else
-                                  KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC))
+            err = topic_error or _not_here(b, t.name, idx)
+            p = None if err else b.logs.partition(t.name, idx)
+            err = err or (None if p is not None else
+                          KafkaError(ErrorCode.unknown_topic_or_partition, NO_TOPIC))
             parts.append(mod.PartitionResponse(
                 partition_index=idx, error_code=err.code if err else ErrorCode.none,
                 # Kafka sends the code alone, but for its refusal's ApiError message
