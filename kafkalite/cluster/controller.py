@@ -70,6 +70,7 @@ class Controller(FencedWrites):
         self.epoch_zk_version = -1
         self.live: set[int] = set()
         self.topics: dict[str, zkdata.TopicAssignment] = {}
+        self._deletions: dict[str, asyncio.Future] = {}  # DeleteTopics waiting for them
         self.unclean: dict[str, bool] = {}
         self.states: dict[PartitionKey, tuple[zkdata.PartitionState, int]] = {}
         self._work: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
@@ -307,9 +308,17 @@ class Controller(FencedWrites):
 
     def _forget_topic(self, topic: str) -> None:
         self.topics.pop(topic, None)
+        if (waiting := self._deletions.pop(topic, None)) is not None and not waiting.done():
+            waiting.set_result(None)
         self.unclean.pop(topic, None)
         for key in [k for k in self.states if k[0] == topic]:
             del self.states[key]
+
+    async def deletion_of(self, topic: str) -> None:
+        """Return once `topic` is gone from this controller's view."""
+        if topic in self.topics:  # shielded: one waiter's cancel leaves the others waiting
+            await asyncio.shield(self._deletions.setdefault(
+                topic, asyncio.get_running_loop().create_future()))
 
     async def _bring_online(self, keys: Sequence[PartitionKey]) -> None:
         """New partitions get their first state; offline ones (leader not live) a leader."""
@@ -353,8 +362,14 @@ class Controller(FencedWrites):
 
     async def delete_marked_topics(self) -> None:
         """Delete every topic marked under /admin/delete_topics (re-arming the watch):
-        its znodes go in one fenced multi, the mark with them (admin_zk)."""
+        its znodes go in one fenced multi, the mark with them (admin_zk). A topic being
+        reassigned waits, marked (Kafka's TopicDeletionManager: ineligible for deletion);
+        the reassignment's completion or cancel calls back here (reassignment._complete)."""
+        moving = {t for t, _ in reassignment.ongoing(self, None)}
         for topic in await self.zk.children(zkdata.DELETE_TOPICS, watch=True):
+            if topic in moving:
+                log.info("controller: topic %s is being reassigned: deletion waits", topic)
+                continue
             await delete_topic_znodes(self.zk, topic, self.epoch_zk_version)
             self._forget_topic(topic)
             log.info("controller: deleted topic %s", topic)
