@@ -70,7 +70,6 @@ class Controller(FencedWrites):
         self.epoch_zk_version = -1
         self.live: set[int] = set()
         self.topics: dict[str, zkdata.TopicAssignment] = {}
-        self._deletions: dict[str, asyncio.Future] = {}  # DeleteTopics waiting for them
         self.unclean: dict[str, bool] = {}
         self.states: dict[PartitionKey, tuple[zkdata.PartitionState, int]] = {}
         self._work: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
@@ -308,17 +307,9 @@ class Controller(FencedWrites):
 
     def _forget_topic(self, topic: str) -> None:
         self.topics.pop(topic, None)
-        if (waiting := self._deletions.pop(topic, None)) is not None and not waiting.done():
-            waiting.set_result(None)
         self.unclean.pop(topic, None)
         for key in [k for k in self.states if k[0] == topic]:
             del self.states[key]
-
-    async def deletion_of(self, topic: str) -> None:
-        """Return once `topic` is gone from this controller's view."""
-        if topic in self.topics:  # shielded: one waiter's cancel leaves the others waiting
-            await asyncio.shield(self._deletions.setdefault(
-                topic, asyncio.get_running_loop().create_future()))
 
     async def _bring_online(self, keys: Sequence[PartitionKey]) -> None:
         """New partitions get their first state; offline ones (leader not live) a leader."""

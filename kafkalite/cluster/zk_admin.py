@@ -53,15 +53,13 @@ def timeout_ms(req: Any) -> int:
 
 
 async def settle(broker: Any, calls: dict[str, Callable[[], Awaitable[Any]]],
-                 timeout_ms: int, in_turn: bool = True) -> set[str]:
-    """Run each call in the controller's turn (in_turn False: as it is) and wait for them,
-    at most timeout_ms on the broker's clock; the names whose call failed or is still
-    running then."""
+                 timeout_ms: int) -> set[str]:
+    """Run each call in the controller's turn and wait for them, at most timeout_ms on the
+    broker's clock; the names whose call failed or is still running then."""
     if timeout_ms <= 0 or not calls:
         return set()
     controller = controller_of(broker)
-    futures = {name: asyncio.ensure_future(controller.submit(fn) if in_turn else fn())
-               for name, fn in calls.items()}
+    futures = {name: asyncio.ensure_future(controller.submit(fn)) for name, fn in calls.items()}
     for fut in futures.values():  # a late failure is nobody's to hear: retrieve it
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
     expired = asyncio.get_running_loop().create_future()
@@ -210,10 +208,7 @@ async def delete_topics(broker: Any, targets: list[tuple[str, uuid.UUID]],
             rows.append((name, tid, e.code, e.message))
         else:
             marked.append((name, tid))
-    async def gone(name: str) -> None:  # a topic being reassigned waits for the move
-        await controller.submit(controller.delete_marked_topics)
-        await controller.deletion_of(name)
-    late = await settle(broker, {n: lambda n=n: gone(n) for n, _ in marked}, timeout_ms,
-                        in_turn=False)
+    late = await settle(broker, {n: controller.delete_marked_topics for n, _ in marked},
+                        timeout_ms)
     return rows + [(n, tid, ErrorCode.request_timed_out if n in late else ErrorCode.none, None)
                    for n, tid in marked]
