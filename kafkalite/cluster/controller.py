@@ -353,8 +353,14 @@ class Controller(FencedWrites):
 
     async def delete_marked_topics(self) -> None:
         """Delete every topic marked under /admin/delete_topics (re-arming the watch):
-        its znodes go in one fenced multi, the mark with them (admin_zk)."""
+        its znodes go in one fenced multi, the mark with them (admin_zk). A topic being
+        reassigned waits, marked (Kafka's TopicDeletionManager: ineligible for deletion);
+        the reassignment's completion or cancel calls back here (reassignment._complete)."""
+        moving = {t for t, _ in reassignment.ongoing(self, None)}
         for topic in await self.zk.children(zkdata.DELETE_TOPICS, watch=True):
+            if topic in moving:
+                log.info("controller: topic %s is being reassigned: deletion waits", topic)
+                continue
             await delete_topic_znodes(self.zk, topic, self.epoch_zk_version)
             self._forget_topic(topic)
             log.info("controller: deleted topic %s", topic)

@@ -156,6 +156,8 @@ async def _complete(ctrl: "Controller", key: "PartitionKey", a: Assignment) -> N
         await ctrl.update_state(key, lambda s, r=r: remove_replica(s, r, ctrl.epoch))
     await _drop_from_znode(ctrl, {key})
     log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
+    if await ctrl.zk.exists(zkdata.delete_topic_path(key[0])) is not None:
+        await ctrl.delete_marked_topics()  # the deletion that waited for it
 
 
 async def _write_topic(ctrl: "Controller", topic: str, changes: dict[int, Assignment]) -> None:
