@@ -96,10 +96,14 @@ def local_partitions(broker, name: str) -> list[int]:
     return sorted(int(m.group(1)) for m in found if m)
 
 
-def local_configs(broker, name: str) -> dict[str, str]:
-    """The topic configs the broker's local log was created with (its topic file)."""
-    with open(os.path.join(broker.data_dir, ".kafkalite", "topics", f"{name}.json")) as f:
-        return json.load(f)["configs"]
+def local_configs(broker, name: str) -> dict[str, str] | None:
+    """The topic configs the broker's local log was created with (its topic file; None
+    before it is written)."""
+    try:
+        with open(os.path.join(broker.data_dir, ".kafkalite", "topics", f"{name}.json")) as f:
+            return json.load(f)["configs"]
+    except FileNotFoundError:
+        return None
 
 
 def three_brokers(brokers, zk) -> tuple[dict, Zk, int]:
@@ -163,7 +167,9 @@ def test_the_controller_creates_grows_and_deletes_topics_others_answer_not_contr
     for broker in procs.values():  # each broker's local log follows the assignment
         assert eventually(lambda: local_partitions(broker, "orders"), lambda ps: ps == [0, 1, 2],
                           timeout=WAIT_S) == [0, 1, 2]
-        assert local_configs(broker, "orders") == {"retention.ms": "777000"}  # /config/topics
+        # the topic file is written after the partition directories (it makes the topic exist)
+        assert eventually(lambda: local_configs(broker, "orders"), lambda c: c is not None,
+                          timeout=WAIT_S) == {"retention.ms": "777000"}  # /config/topics
 
     assert grow(other, "orders", 5).error_code == ErrorCode.not_controller
     assert grow(ctrl, "orders", 5).error_code == 0
